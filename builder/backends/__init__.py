@@ -1,0 +1,102 @@
+"""Backends behind one protocol and a registry.
+
+Core code never branches on a backend's name: it asks the registry for the
+:class:`Backend` and calls its methods.  The tables that change with toolchain
+releases (which archs a CUDA or ROCm version supports, file extensions) are JSON
+files in ``builder/data``; the live toolchain (``nvcc --list-gpu-code``, the
+installed ROCm device libraries) is consulted through :class:`HostFacts`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Protocol
+
+from ..host import HostFacts
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """Why a backend or arch cannot be built here, and what to do about it."""
+
+    reason: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class KernelCommand:
+    """How one (kernel, arch) artifact is produced."""
+
+    commands: tuple[tuple[str, ...], ...]
+    env: tuple[tuple[str, str], ...]
+    intermediates: tuple[str, ...] = ()
+
+
+class Backend(Protocol):
+    name: str
+    #: the tool that must exist for this backend (None for cpu)
+    tool: str | None
+    #: the CMake language this backend adds (None for cpu)
+    cmake_language: str | None
+    #: the device name tests get by default
+    device: str
+
+    def arch_belongs(self, arch: str) -> bool:
+        """Is ``arch`` an architecture name of this backend at all?"""
+
+    def arch_order(self, arch: str) -> tuple[int, str]:
+        """Sort key: lower means older hardware."""
+
+    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+        """Why the installed toolchain cannot build ``arch`` (None when it can)."""
+
+    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+        """Why this host cannot build the backend at all (None when it can)."""
+
+    def archs_cmake(self, archs: tuple[str, ...]) -> str:
+        """The arch list in CMake's form."""
+
+    def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
+        """Defines every CMake variant of this backend gets."""
+
+    def kernel_ext(self) -> str: ...
+
+    def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
+                       host: HostFacts) -> KernelCommand: ...
+
+    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+        """Facts recorded in the manifest for an artifact (ISA version, min driver…)."""
+
+
+@cache
+def data_table(name: str) -> Any:
+    text = resources.files("builder").joinpath("data", name).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _registry() -> dict[str, Backend]:
+    from .cpu import CpuBackend
+    from .cuda import CudaBackend
+    from .metal import MetalBackend
+    from .rocm import RocmBackend
+
+    items: list[Backend] = [CpuBackend(), CudaBackend(), RocmBackend(), MetalBackend()]
+    return {b.name: b for b in items}
+
+
+_REGISTRY: dict[str, Backend] = {}
+
+
+def get(name: str) -> Backend:
+    if not _REGISTRY:
+        _REGISTRY.update(_registry())
+    return _REGISTRY[name]
+
+
+def names() -> tuple[str, ...]:
+    if not _REGISTRY:
+        _REGISTRY.update(_registry())
+    return tuple(_REGISTRY)

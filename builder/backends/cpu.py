@@ -1,0 +1,45 @@
+"""The host CPU: a C/C++ compiler and CMake are all it needs."""
+
+from __future__ import annotations
+
+from ..host import HostFacts
+from . import KernelCommand, Unavailable
+
+
+class CpuBackend:
+    name = "cpu"
+    tool: str | None = None
+    cmake_language: str | None = None
+    device = "cpu"
+
+    def arch_belongs(self, arch: str) -> bool:
+        return False  # a CPU variant has no GPU archs
+
+    def arch_order(self, arch: str) -> tuple[int, str]:
+        return (0, arch)
+
+    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+        return Unavailable(f"{arch}: the cpu backend has no GPU architectures",
+                           "remove `archs` from backends.cpu")
+
+    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+        if host.tool("cxx") is None:
+            return Unavailable("cpu: no C++ compiler found",
+                               "install g++ (apt-get install g++) or set CXX")
+        return None
+
+    def archs_cmake(self, archs: tuple[str, ...]) -> str:
+        return ""
+
+    def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
+        return {}
+
+    def kernel_ext(self) -> str:
+        return "o"
+
+    def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
+                       host: HostFacts) -> KernelCommand:
+        raise NotImplementedError("cpu has no standalone kernels")
+
+    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+        return {}

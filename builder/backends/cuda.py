@@ -1,0 +1,126 @@
+"""NVIDIA CUDA through nvcc.
+
+Arch names are ``sm_XY`` with an optional ``a`` (architecture-specific) or ``f``
+(family) suffix.  Support is decided by ``data/cuda.json`` for the installed
+toolkit's version, narrowed by the live ``nvcc --list-gpu-code``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from ..host import HostFacts
+from . import KernelCommand, Unavailable, data_table
+
+
+def _table() -> Any:
+    return data_table("cuda.json")
+
+
+def _toolkit(version: str) -> dict[str, Any] | None:
+    """The newest table row not newer than ``version`` (major.minor)."""
+    try:
+        want = Version(".".join(version.split(".")[:2]))
+    except InvalidVersion:
+        return None
+    best = None
+    for row in _table()["toolkits"]:
+        if Version(row["version"]) <= want:
+            best = row
+    return best
+
+
+def _mm(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+class CudaBackend:
+    name = "cuda"
+    tool: str | None = "nvcc"
+    cmake_language: str | None = "CUDA"
+    device = "nvidia"
+
+    def _parse(self, arch: str) -> tuple[int, str] | None:
+        m = re.match(_table()["pattern"], arch)
+        return (int(m.group(1)), m.group(2)) if m else None
+
+    def arch_belongs(self, arch: str) -> bool:
+        return self._parse(arch) is not None
+
+    def arch_order(self, arch: str) -> tuple[int, str]:
+        p = self._parse(arch)
+        return p if p else (0, arch)
+
+    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+        nvcc = host.tool("nvcc")
+        parsed = self._parse(arch)
+        if nvcc is None or parsed is None:
+            return None  # reported as a host/backend problem instead
+        base, suffix = parsed
+        ver = _mm(nvcc.version)
+        renamed = _table()["renamed"].get(arch)
+        if renamed and Version(ver) >= Version(renamed["since"]):
+            return Unavailable(f"{arch}: renamed to {renamed['to']} in CUDA {renamed['since']} "
+                               f"(nvcc {nvcc.version} is installed)",
+                               f"write {renamed['to']} instead")
+        row = _toolkit(nvcc.version)
+        bases = set(row["bases"]) if row else set()
+        live = {int(re.sub(r"\D", "", a)) for a in nvcc.archs}
+        if live:  # the live toolchain narrows the table (and stands in when it is stale)
+            bases = (bases & live) if bases else live
+        if base not in bases:
+            lowest = min(bases) if bases else 0
+            if bases and base < lowest:
+                return Unavailable(
+                    f"{arch}: not supported by nvcc {ver} (lowest is sm_{lowest})",
+                    f"remove {arch}, or build with a CUDA toolkit that still supports it "
+                    f"(CUDA ≤ 12.9 for archs below sm_75)")
+            return Unavailable(f"{arch}: not supported by nvcc {ver} (supported: "
+                               f"{', '.join(f'sm_{b}' for b in sorted(bases))})",
+                               f"remove {arch} or install a CUDA toolkit that supports it")
+        if suffix:
+            allowed = set(row.get(f"suffix_{suffix}", ())) if row else set()
+            if base not in allowed:
+                return Unavailable(f"{arch}: the '{suffix}' suffix is not available for "
+                                   f"sm_{base} with nvcc {ver}",
+                                   f"use sm_{base} (or one of: "
+                                   f"{', '.join(f'sm_{b}{suffix}' for b in sorted(allowed))})")
+        return None
+
+    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+        if host.os == "macos":
+            return Unavailable("cuda: CUDA is not available on macOS",
+                               "build the cuda backend on a Linux or Windows host")
+        if host.tool("nvcc") is None:
+            return Unavailable("cuda: nvcc not found",
+                               "install the CUDA toolkit or put nvcc on PATH (or set CUDACXX)")
+        return None
+
+    def archs_cmake(self, archs: tuple[str, ...]) -> str:
+        return ";".join(a.removeprefix("sm_") for a in archs)
+
+    def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
+        return {"CMAKE_CUDA_ARCHITECTURES": self.archs_cmake(archs)} if archs else {}
+
+    def kernel_ext(self) -> str:
+        return str(_table()["ext"]["ptx"])
+
+    def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
+                       host: HostFacts) -> KernelCommand:
+        nvcc = host.tool("nvcc")
+        exe = nvcc.path if nvcc else "nvcc"
+        return KernelCommand(((exe, "-ptx", f"-arch={arch}", *flags, source, "-o", out),), ())
+
+    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+        nvcc = host.tool("nvcc")
+        if nvcc is None:
+            return {}
+        mm = _mm(nvcc.version)
+        row = _toolkit(nvcc.version)
+        key = row["version"] if row else mm
+        return {"toolchain": f"nvcc {nvcc.version}",
+                "ptx_isa": str(_table()["ptx_isa"].get(key, "")),
+                "min_driver": str(_table()["min_driver"].get(key, ""))}

@@ -1,0 +1,65 @@
+"""Apple Metal through ``xcrun metal`` + ``xcrun metallib`` (macOS only)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..host import HostFacts
+from . import KernelCommand, Unavailable, data_table
+
+
+def _table() -> Any:
+    return data_table("metal.json")
+
+
+class MetalBackend:
+    name = "metal"
+    tool: str | None = "xcrun"
+    cmake_language: str | None = None
+    device = "mps"
+
+    def arch_belongs(self, arch: str) -> bool:
+        return re.match(_table()["pattern"], arch) is not None
+
+    def arch_order(self, arch: str) -> tuple[int, str]:
+        digits = re.sub(r"\D", "", arch)
+        return (int(digits) if digits else 0, arch)
+
+    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+        if self.arch_belongs(arch) and arch not in _table()["families"]:
+            known = ", ".join(_table()["families"])
+            return Unavailable(f"{arch}: unknown Apple GPU family (known: {known})",
+                               "add it to builder/data/metal.json or remove it")
+        return None
+
+    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+        if host.os != "macos":
+            return Unavailable("metal: needs a macOS host with xcrun",
+                               "build the metal backend on macOS (a macOS CI runner)")
+        if host.tool("xcrun") is None:
+            return Unavailable("metal: xcrun not found", "run `xcode-select --install`")
+        return None
+
+    def archs_cmake(self, archs: tuple[str, ...]) -> str:
+        return ";".join(archs)
+
+    def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
+        return {}
+
+    def kernel_ext(self) -> str:
+        return str(_table()["ext"])
+
+    def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
+                       host: HostFacts) -> KernelCommand:
+        std = _table()["families"].get(arch, {}).get("std", "metal3.0")
+        air = out + ".air"
+        return KernelCommand(
+            (("xcrun", "-sdk", "macosx", "metal", f"-std={std}", *flags, "-c", source,
+              "-o", air),
+             ("xcrun", "-sdk", "macosx", "metallib", air, "-o", out)),
+            (), (air,))
+
+    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+        fam = _table()["families"].get(arch, {})
+        return {"gpu_family": str(fam.get("gpu_family", "")), "metal_std": str(fam.get("std", ""))}

@@ -1,0 +1,89 @@
+"""AMD ROCm through hipcc (``HIP_PLATFORM=amd``, or hipcc silently drives nvcc).
+
+A gfx target is supported when the ROCm release table lists it *and* the
+installed device libraries carry its bitcode (Debian's ROCm 5.2 has none for
+gfx11, so those compiles fail — reported at plan time, not hidden).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from ..host import HostFacts
+from . import KernelCommand, Unavailable, data_table
+
+
+def _table() -> Any:
+    return data_table("rocm.json")
+
+
+class RocmBackend:
+    name = "rocm"
+    tool: str | None = "hipcc"
+    cmake_language: str | None = "HIP"
+    device = "amd"
+
+    def arch_belongs(self, arch: str) -> bool:
+        return re.match(_table()["pattern"], arch) is not None
+
+    def arch_order(self, arch: str) -> tuple[int, str]:
+        digits = re.sub(r"\D", "", arch)
+        return (int(digits) if digits else 0, arch)
+
+    def _release(self, version: str) -> dict[str, Any] | None:
+        try:
+            want = Version(".".join(version.split(".")[:2]))
+        except InvalidVersion:
+            return None
+        best = None
+        for row in _table()["releases"]:
+            if Version(row["version"]) <= want:
+                best = row
+        return best
+
+    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+        hip = host.tool("hipcc")
+        if hip is None or not self.arch_belongs(arch):
+            return None
+        mm = ".".join(hip.version.split(".")[:2])
+        row = self._release(hip.version)
+        if row is not None and arch not in row["targets"]:
+            return Unavailable(f"{arch}: not supported by ROCm {mm}",
+                               f"remove {arch} or install a ROCm release that supports it")
+        if hip.archs and arch not in hip.archs:
+            return Unavailable(f"{arch}: the installed ROCm {mm} device libraries have no "
+                               f"bitcode for {arch}",
+                               f"remove {arch} or install ROCm device libraries that include "
+                               f"it (ROCm ≥ 5.7 for gfx11)")
+        return None
+
+    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+        if host.os != "linux":
+            return Unavailable("rocm: ROCm needs a Linux host", "build rocm on Linux")
+        if host.tool("hipcc") is None:
+            return Unavailable("rocm: hipcc not found",
+                               "apt-get install hipcc libamdhip64-dev rocm-device-libs")
+        return None
+
+    def archs_cmake(self, archs: tuple[str, ...]) -> str:
+        return ";".join(archs)
+
+    def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
+        return {"CMAKE_HIP_ARCHITECTURES": self.archs_cmake(archs)} if archs else {}
+
+    def kernel_ext(self) -> str:
+        return str(_table()["ext"])
+
+    def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
+                       host: HostFacts) -> KernelCommand:
+        hip = host.tool("hipcc")
+        exe = hip.path if hip else "hipcc"
+        return KernelCommand(((exe, "--genco", f"--offload-arch={arch}", *flags, source,
+                               "-o", out),), (("HIP_PLATFORM", "amd"),))
+
+    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+        hip = host.tool("hipcc")
+        return {"toolchain": f"hipcc {hip.version}"} if hip else {}

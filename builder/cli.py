@@ -1,0 +1,318 @@
+"""The ``builder`` command line: the phases, one after another, and the only place
+that prints errors and chooses the exit status.
+
+    load + validate → host facts → workspace state → resolve → plan → execute → report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import BuilderError, Interrupted, PlanError, UsageError
+from .host import HostFacts, load_host_facts, probe
+from .plan import BUILD, CACHED, SKIP, BuildPlan
+from .recipes import RecipeSet, display_path
+from .resolve import OptionOverride, Request, env_snapshot, resolve
+from .workspace import Workspace
+
+EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe
+or host-facts file; 4 cannot be planned on this host (missing tool, unsupported arch);
+5 workspace locked (--no-wait); 130 interrupted."""
+
+
+def _size(text: str) -> int:
+    from .validate import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 6GiB or 800MiB)") from None
+
+
+def _option(text: str) -> OptionOverride:
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        raise argparse.ArgumentTypeError(f"expected name=value or recipe:name=value, got "
+                                         f"{text!r}")
+    recipe, colon, opt = name.partition(":")
+    return OptionOverride(recipe, opt, value) if colon else OptionOverride("", name, value)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="builder", description="Declarative builds of native GPU/ML libraries: YAML "
+        "recipes → a plan you can read → Conan 2 + CMake/Ninja builds.", epilog=EPILOG)
+    p.add_argument("--version", action="version", version=f"builder {__version__}")
+    p.add_argument("-C", "--project", type=Path, default=None, metavar="DIR",
+                   help="project folder holding recipes/ (default: the current folder or the "
+                        "nearest parent with a recipes/ folder)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    v = sub.add_parser("validate", help="check recipes against the schema and each other",
+                       description="Validate recipe files (default: every recipe of the "
+                       "project). Errors name file:line:col and a hint.")
+    v.add_argument("recipes", nargs="*", help="recipe names or paths to .yaml files")
+
+    h = sub.add_parser("host", help="show what this machine offers",
+                       description="CPUs, memory budget, toolchains and their GPU archs, "
+                       "Python interpreters.")
+    h.add_argument("--format", choices=("text", "json"), default="text")
+    h.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE")
+
+    def selection(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("recipes", nargs="*", help="recipe names or paths to .yaml files")
+        sp.add_argument("--all", action="store_true", help="every recipe of the project")
+        sp.add_argument("-b", "--backend", action="append", default=[],
+                        choices=("cpu", "cuda", "rocm", "metal"),
+                        help="only this backend (repeatable; default: all the recipe declares)")
+        sp.add_argument("-p", "--python", action="append", default=[], metavar="X.Y",
+                        help="target Python version (repeatable; 'all' for every supported)")
+        sp.add_argument("--build-type", action="append", default=[],
+                        choices=("release", "debug", "relwithdebinfo"))
+        sp.add_argument("-o", "--option", action="append", default=[], type=_option,
+                        metavar="[RECIPE:]NAME=VALUE", help="set a recipe option")
+        sp.add_argument("--skip-unsupported", action="store_true",
+                        help="leave out archs the toolchain cannot build (shown as skipped) "
+                             "instead of failing")
+        sp.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE",
+                        help="memory the build may use, e.g. 6GiB (default: available memory "
+                             "or the cgroup limit, less a reserve)")
+        sp.add_argument("-j", "--jobs", type=int, default=0, help="parallel compile jobs "
+                        "(default: usable CPUs)")
+
+    pl = sub.add_parser("plan", help="show exactly what a build would do (runs nothing)",
+                        description="Resolve recipes for this host (or --host-facts) and show "
+                        "every step with its exact command and status. With --all and no "
+                        "--python, every supported Python version is planned.")
+    selection(pl)
+    pl.add_argument("--format", choices=("text", "json", "dot"), default="text")
+    pl.add_argument("--host-facts", type=Path, metavar="FILE",
+                    help="plan for the machine described by FILE (from `builder host "
+                         "--format json`)")
+    pl.add_argument("--no-commands", action="store_true", help="hide the commands")
+
+    b = sub.add_parser("build", help="build recipes", description="Plan, then run the steps "
+                       "that are not cached. Inputs unchanged: nothing runs.")
+    selection(b)
+    b.add_argument("-k", "--keep-going", action="store_true",
+                   help="go on with independent steps after a failure")
+    b.add_argument("--no-wait", action="store_true",
+                   help="fail at once if another builder holds the workspace")
+    b.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
+    b.add_argument("-q", "--quiet", action="store_true", help="print only failures and the "
+                   "summary")
+
+    sub.add_parser("schema", help="print the recipe JSON Schema")
+    return p
+
+
+def find_project(start: Path) -> Path:
+    here = start.resolve()
+    for p in (here, *here.parents):
+        if (p / "recipes").is_dir():
+            return p
+    return here
+
+
+def _load(args: argparse.Namespace, ws: Workspace) -> tuple[RecipeSet, list]:  # type: ignore[type-arg]
+    paths = [Path(a) for a in getattr(args, "recipes", []) if a.endswith((".yaml", ".yml"))]
+    for p in paths:
+        if not p.is_file():
+            raise UsageError(f"no such recipe file: {p}")
+    rs = RecipeSet.load(ws.recipes_dir, paths)
+    if getattr(args, "all", False):
+        roots = list(rs.recipes)
+    elif args.recipes:
+        roots = rs.select(args.recipes, ws.recipes_dir)
+    else:
+        names = ", ".join(sorted(rs.by_name)) or "none found"
+        raise UsageError(f"name a recipe or pass --all (recipes: {names})")
+    return rs, roots
+
+
+def _host(ws: Workspace, rs: RecipeSet | None, facts_file: Path | None = None) -> HostFacts:
+    if facts_file is not None:
+        return load_host_facts(facts_file)
+    pkgs: set[str] = set()
+    if rs is not None:
+        from packaging.requirements import Requirement
+
+        for r in rs.recipes:
+            pkgs.update(Requirement(t).name.lower() for t in r.requires.python)
+    return probe(ws.host_cache, tuple(sorted(pkgs)))
+
+
+def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request:  # type: ignore[type-arg]
+    known = {o.name for r in roots for o in r.options}
+    for ov in args.option:
+        if not ov.recipe and ov.name not in known:
+            raise UsageError(f"-o {ov.name}: no selected recipe has an option '{ov.name}' "
+                             f"(options: {', '.join(sorted(known)) or 'none'})")
+    pythons = tuple(args.python)
+    if "all" in pythons or (plan_all and not pythons):
+        pythons = ("all",)
+    return Request(backends=tuple(dict.fromkeys(args.backend)), pythons=pythons,
+                   build_types=tuple(args.build_type), options=tuple(args.option),
+                   env=env_snapshot(os.environ, roots), skip_unsupported=args.skip_unsupported,
+                   memory_budget=args.memory_budget, jobs=args.jobs)
+
+
+def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
+          facts_file: Path | None = None) -> BuildPlan:
+    from .state import read_state
+
+    rs, roots = _load(args, ws)
+    host = _host(ws, rs, facts_file)
+    request = _request(args, roots, plan_all)
+    state = read_state(ws, rs.closure(roots))
+    return resolve(roots, rs, request, host, state, ws)
+
+
+def cmd_validate(args: argparse.Namespace, ws: Workspace) -> int:
+    paths = [Path(a) for a in args.recipes if a.endswith((".yaml", ".yml"))]
+    rs = RecipeSet.load(ws.recipes_dir, paths)
+    chosen = rs.select(args.recipes, ws.recipes_dir) if args.recipes else rs.recipes
+    for r in chosen:
+        print(f"ok  {r.display}  ({r.name} {r.version}; backends: {', '.join(r.backend_names)})")
+    print(f"{len(chosen)} recipe(s) valid.")
+    return 0
+
+
+def cmd_host(args: argparse.Namespace, ws: Workspace) -> int:
+    from .planfmt import gib
+    from .resolve import memory_budget
+
+    try:
+        rs: RecipeSet | None = RecipeSet.load(ws.recipes_dir)
+    except BuilderError:
+        rs = None  # host facts do not depend on the recipes being valid
+    host = _host(ws, rs)
+    if args.format == "json":
+        print(json.dumps(host.to_json(), indent=2, sort_keys=True))
+        return 0
+    m = host.memory
+    budget = memory_budget(host, Request(memory_budget=args.memory_budget))
+    cg = (f"cgroup v{m.cgroup_version}" + (f" limit {gib(m.cgroup_limit)}" if m.cgroup_limit
+                                           else " (no limit)") +
+          (", writable" if m.cgroup_writable else ", not writable")) if m.cgroup_version \
+        else "no cgroup memory controller"
+    print(f"os/arch:  {host.os}/{host.arch}")
+    print(f"cpus:     {host.cpus} usable by this process")
+    print(f"memory:   {gib(m.total)} total, {gib(m.available)} available, swap {gib(m.swap)}; "
+          f"{cg}")
+    print(f"budget:   {gib(budget)} for builds (--memory-budget to change)")
+    print("tools:")
+    for t in host.tools:
+        line = f"  {t.name:7} {t.version:12} {t.path}"
+        if t.archs:
+            line += f"\n          archs: {' '.join(t.archs)}"
+        print(line)
+    print("pythons:")
+    for p in host.pythons:
+        pk = ", ".join(f"{n} {v}" for n, v in p.packages)
+        mark = "  (default)" if p.version == host.default_python else ""
+        print(f"  {p.version:6} {p.full:9} {p.path}{mark}" + (f"\n          {pk}" if pk else ""))
+    print("gpus:     " + (", ".join(host.gpus) if host.gpus else "none visible"))
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace, ws: Workspace) -> int:
+    from . import planfmt
+
+    plan = _plan(args, ws, plan_all=args.all, facts_file=args.host_facts)
+    if args.format == "json":
+        sys.stdout.write(planfmt.to_json(plan))
+    elif args.format == "dot":
+        sys.stdout.write(planfmt.dot(plan))
+    else:
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        sys.stdout.write(planfmt.text(plan, color=color, commands=not args.no_commands))
+    return 0
+
+
+def _check_requested(plan: BuildPlan, args: argparse.Namespace) -> None:
+    """A backend the user asked for by name that cannot be built is an error."""
+    if not args.backend or args.skip_unsupported:
+        return
+    bad = [v for v in plan.variants if v.status == SKIP and v.backend in args.backend]
+    if bad:
+        v = bad[0]
+        raise PlanError(f"cannot build {v.id}: {v.reason}\n  fix: {v.fix}")
+
+
+def cmd_build(args: argparse.Namespace, ws: Workspace) -> int:
+    from .execute import Executor, needs_work
+    from .lock import workspace_lock
+    from .progress import LinePrinter
+    from .runner import SubprocessRunner
+
+    t0 = time.monotonic()
+    with workspace_lock(ws, wait=not args.no_wait):
+        plan = _plan(args, ws, plan_all=False)
+        _check_requested(plan, args)
+        counts = plan.counts()
+        if not needs_work(plan):
+            up = sum(1 for v in plan.variants if v.status == CACHED)
+            sk = sum(1 for v in plan.variants if v.status == SKIP)
+            skipped = f", {sk} skipped" if sk else ""
+            print(f"nothing to do: {up} variant(s) up to date{skipped} "
+                  f"({time.monotonic() - t0:.2f}s)")
+            for v in plan.variants:
+                if v.status == SKIP:
+                    print(f"  skipped {v.id}: {v.reason}")
+            return 0
+        printer = LinePrinter(quiet=args.quiet, verbose=args.verbose)
+        print(f"building: {counts[BUILD]} step(s) to run, {counts[CACHED]} cached, "
+              f"{counts[SKIP]} skipped — logs in {display_path(ws.logs)}")
+        for n in plan.notes:
+            print(f"note: {n}")
+        ex = Executor(plan, ws, SubprocessRunner(), on_event=printer.event,
+                      keep_going=args.keep_going,
+                      on_line=printer.line if args.verbose else None)
+        summary = ex.run()
+    for failure in summary.failed:
+        print(failure.render(), file=sys.stderr)
+    status = "failed" if not summary.ok else "done"
+    print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
+          f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "
+          f"{len(summary.aborted)} not run — {summary.seconds:.1f}s")
+    if not summary.ok:
+        return 1
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
+    from .validate import schema
+
+    print(json.dumps(schema(), indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    root = args.project or find_project(Path.cwd())
+    ws = Workspace.at(root)
+    commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
+                "build": cmd_build, "schema": cmd_schema}
+    try:
+        return commands[args.command](args, ws)
+    except BuilderError as exc:
+        print(exc.render(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(Interrupted("interrupted").render(), file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

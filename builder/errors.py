@@ -1,0 +1,146 @@
+"""The one exception hierarchy of builder.
+
+Core code raises these; only :func:`builder.cli.main` prints them and turns them
+into an exit status.  Each class carries its exit code, documented in the README:
+
+====  =======================================================
+code  meaning
+====  =======================================================
+0     success
+1     a build step failed (compiler, test, …)
+2     bad command line
+3     invalid recipe or host-facts file (with file:line:col)
+4     the request cannot be planned on this host (missing tool, unsupported arch…)
+5     the workspace is locked by another builder process (``--no-wait``)
+130   interrupted (Ctrl-C)
+====  =======================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a file: 1-based line and column (0 when unknown)."""
+
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.col}"
+        return self.file
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem found in an input, with where it is and how to fix it."""
+
+    location: Location
+    path: str  # dotted path inside the document, e.g. ``backends.cuda.archs[3]``
+    message: str
+    hint: str = ""
+    source_line: str = ""  # the offending line of the file, for a caret display
+
+    def render(self) -> str:
+        head = f"{self.location}: {self.path + ': ' if self.path else ''}{self.message}"
+        lines = [head]
+        if self.source_line and self.location.line:
+            lines.append(f"    {self.location.line:>4} | {self.source_line}")
+            pad = " " * (max(self.location.col, 1) - 1)
+            lines.append(f"         | {pad}^")
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        return "\n".join(lines)
+
+
+class BuilderError(Exception):
+    """Base class: a failure the user can act on.  Never shown as a traceback."""
+
+    exit_code = 1
+
+    def render(self) -> str:
+        return f"error: {self}"
+
+
+class UsageError(BuilderError):
+    """The command line asks for something that does not exist."""
+
+    exit_code = 2
+
+
+class RecipeError(BuilderError):
+    """One or more problems in recipe (or host-facts) files."""
+
+    exit_code = 3
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = list(diagnostics)
+        super().__init__(f"{len(self.diagnostics)} problem(s) in input")
+
+    def render(self) -> str:
+        body = "\n".join("error: " + d.render() for d in self.diagnostics)
+        n = len(self.diagnostics)
+        return f"{body}\n{n} error{'s' if n != 1 else ''} found."
+
+
+class PlanError(BuilderError):
+    """The request is valid but cannot be satisfied on this host."""
+
+    exit_code = 4
+
+
+class UnsupportedError(RecipeError):
+    """The recipe asks for something the installed toolchain cannot do (an arch),
+    located in the recipe like a recipe error but with the exit code of a plan error."""
+
+    exit_code = 4
+
+
+class LockedError(BuilderError):
+    """Another builder process holds the workspace lock."""
+
+    exit_code = 5
+
+
+class StepFailed(BuilderError):
+    """A build step exited non-zero: says everything needed to act on it."""
+
+    exit_code = 1
+
+    def __init__(self, step_id: str, argv: list[str], returncode: int, log_path: str,
+                 tail: list[str], explanation: str = "") -> None:
+        self.step_id = step_id
+        self.argv = argv
+        self.returncode = returncode
+        self.log_path = log_path
+        self.tail = tail
+        self.explanation = explanation
+        super().__init__(f"step {step_id} failed with exit code {returncode}")
+
+    def render(self) -> str:
+        import shlex
+
+        lines = [f"error: step {self.step_id} failed (exit code {self.returncode})"]
+        if self.argv:
+            lines.append(f"  command: {shlex.join(self.argv)}")
+        if self.explanation:
+            lines.append(f"  why: {self.explanation}")
+        lines.append(f"  log: {self.log_path}")
+        if self.tail:
+            lines.append(f"  last {len(self.tail)} lines of the log:")
+            lines.extend("    " + t for t in self.tail)
+        return "\n".join(lines)
+
+
+class BuildFailed(BuilderError):
+    """A build ended with failed steps (the individual failures were reported)."""
+
+    exit_code = 1
+
+
+class Interrupted(BuilderError):
+    exit_code = 130

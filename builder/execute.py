@@ -1,0 +1,260 @@
+"""Carry out a :class:`BuildPlan`: run steps in dependency order, publish results
+atomically, and emit structured events for progress output and reports.
+
+Steps that are ``cached`` or ``skip`` are not run.  A failed step marks every
+step that depends on it as aborted; independent steps go on with
+``keep_going``, otherwise the build stops after the first failure.  Install
+trees and cache entries are written next to their final place and renamed into
+it, so a reader never sees half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import Interrupted, StepFailed
+from .plan import BUILD, CACHED, SKIP, BuildPlan, Step
+from .runner import Runner
+from .state import file_sha256
+from .workspace import Workspace
+
+OOM_MARKERS = ("Killed signal terminated program", "virtual memory exhausted",
+               "Cannot allocate memory", "out of memory")
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # start | done | cached | skip | failed | aborted
+    step: str
+    seconds: float = 0.0
+    message: str = ""
+    index: int = 0
+    total: int = 0
+
+
+@dataclass
+class Summary:
+    done: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[StepFailed] = field(default_factory=list)
+    aborted: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.aborted
+
+
+def _safe_name(step_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", step_id)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Move the finished folder ``src`` to ``dst``, replacing what was there."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    old = dst.with_name(f".{dst.name}.old{os.getpid()}")
+    if dst.exists():
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def file_list(root: Path) -> list[dict[str, Any]]:
+    out = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.is_symlink() and p.name != "manifest.json":
+            out.append({"path": p.relative_to(root).as_posix(), "size": p.stat().st_size,
+                        "sha256": file_sha256(p)})
+    return out
+
+
+class Executor:
+    def __init__(self, plan: BuildPlan, ws: Workspace, runner: Runner,
+                 on_event: Callable[[Event], None] | None = None,
+                 keep_going: bool = False, on_line: Callable[[str, str], None] | None = None
+                 ) -> None:
+        self.plan = plan
+        self.ws = ws
+        self.runner = runner
+        self.on_event = on_event or (lambda e: None)
+        self.on_line = on_line
+        self.keep_going = keep_going
+
+    def _emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",
+              index: int = 0) -> None:
+        self.on_event(Event(kind, step.id, seconds, message, index, len(self.plan.steps)))
+
+    def run(self) -> Summary:
+        summary = Summary()
+        start = time.monotonic()
+        bad: set[str] = set()  # failed or aborted steps
+        for i, step in enumerate(self.plan.steps, 1):
+            if step.status == SKIP:
+                summary.skipped.append(step.id)
+                bad.add(step.id)
+                self._emit("skip", step, message=step.reason, index=i)
+                continue
+            if step.status == CACHED:
+                summary.cached.append(step.id)
+                self._emit("cached", step, index=i)
+                continue
+            broken = [d for d in step.deps if d in bad]
+            if broken:
+                summary.aborted.append(step.id)
+                bad.add(step.id)
+                self._emit("aborted", step, message=f"needs {broken[0]}", index=i)
+                continue
+            if summary.failed and not self.keep_going:
+                summary.aborted.append(step.id)
+                bad.add(step.id)
+                continue
+            self._emit("start", step, index=i)
+            t0 = time.monotonic()
+            try:
+                self._run_step(step)
+            except StepFailed as failure:
+                summary.failed.append(failure)
+                bad.add(step.id)
+                self._emit("failed", step, time.monotonic() - t0, str(failure), index=i)
+                continue
+            summary.done.append(step.id)
+            self._emit("done", step, time.monotonic() - t0, index=i)
+        summary.seconds = time.monotonic() - start
+        return summary
+
+    # -- one step -------------------------------------------------------------------
+
+    def _log_path(self, step: Step) -> Path:
+        return self.ws.logs / f"{_safe_name(step.id)}.log"
+
+    def _commands(self, step: Step) -> None:
+        log = self._log_path(step)
+        cwd = Path(step.cwd) if step.cwd else self.ws.root
+        cwd.mkdir(parents=True, exist_ok=True)
+        for n, argv in enumerate(step.commands):
+            path = log if n == 0 else log.with_suffix(f".{n}.log")
+            callback = None
+            if self.on_line is not None:
+                sink = self.on_line
+                callback = lambda line, sid=step.id: sink(sid, line)  # noqa: E731
+            res = self.runner.run(argv, cwd=cwd, env_changes=dict(step.env), log_path=path,
+                                  timeout=step.timeout, on_line=callback)
+            if res.interrupted:
+                raise Interrupted(f"interrupted during {step.id}; the next build resumes "
+                                  f"from the steps that completed")
+            if res.returncode != 0:
+                why = ""
+                if res.timed_out:
+                    why = f"stopped after its {step.timeout}s timeout"
+                elif any(m in line for line in res.tail for m in OOM_MARKERS):
+                    why = ("a compiler was killed, most likely out of memory; lower the "
+                           "parallelism (--jobs) or set a memory budget (--memory-budget)")
+                raise StepFailed(step.id, list(argv), res.returncode, str(path), res.tail, why)
+
+    def _run_step(self, step: Step) -> None:
+        handler = getattr(self, "_do_" + step.kind.replace("-", "_"), None)
+        if handler is not None:
+            handler(step)
+        else:
+            self._commands(step)
+
+    def _do_render(self, step: Step) -> None:
+        for path, text in json.loads(step.param("files")).items():
+            _atomic_write(Path(path), text)
+        self._ensure_conan_home()
+
+    def _ensure_conan_home(self) -> None:
+        """A project-local Conan home with no remotes: builds never reach the network
+        unless a remote is configured on purpose."""
+        home = self.ws.conan_home
+        if not (home / "remotes.json").exists():
+            _atomic_write(home / "remotes.json", json.dumps({"remotes": []}, indent=2))
+        if not (home / "global.conf").exists():
+            _atomic_write(home / "global.conf", "core:non_interactive=True\n")
+
+    def _do_stage(self, step: Step) -> None:
+        clean = step.param("clean")
+        if clean:
+            shutil.rmtree(clean, ignore_errors=True)
+        self._commands(step)
+
+    def _do_kernel(self, step: Step) -> None:
+        partial, entry = Path(step.param("partial")), Path(step.param("entry"))
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        try:
+            self._commands(step)
+            expected = [partial / Path(o).name for o in step.outputs]
+            missing = [str(p) for p in expected if not p.is_file() or p.stat().st_size == 0]
+            if missing:
+                raise StepFailed(step.id, list(step.commands[-1]), 0,
+                                 str(self._log_path(step)), [],
+                                 f"the compiler exited 0 but wrote no {missing[0]}")
+            for p in partial.iterdir():  # intermediates (.air) are not cached
+                if p not in expected:
+                    p.unlink()
+            if entry.exists():
+                shutil.rmtree(partial)
+            else:
+                os.replace(partial, entry)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+
+    def _do_publish(self, step: Step) -> None:
+        stage, prefix = Path(step.param("stage")), Path(step.param("prefix"))
+        meta = json.loads(step.param("meta") or "{}")
+        manifest = {**meta, "key": step.inputs_hash, "files": file_list(stage),
+                    "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        _atomic_write(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+        _replace_dir(stage, prefix)
+
+    def _do_publish_kernels(self, step: Step) -> None:
+        tree, root = Path(step.param("tree")), Path(step.param("root"))
+        artifacts = json.loads(step.param("artifacts"))
+        tmp = root / f".{tree.name}.tmp{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        records = []
+        for a in artifacts:
+            rel = Path(a["path"])
+            inside = rel.relative_to(rel.parts[0])  # the layout starts with ${backend}/
+            dest = tmp / inside
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(a["cache"], dest)
+            records.append({**{k: v for k, v in a.items() if k != "cache"},
+                            "path": inside.as_posix(), "size": dest.stat().st_size,
+                            "sha256": file_sha256(dest)})
+        manifest = {"key": step.inputs_hash, "variant": step.variant, "artifacts": records,
+                    "files": [{"path": r["path"], "size": r["size"], "sha256": r["sha256"]}
+                              for r in records],
+                    "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        _atomic_write(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+        _replace_dir(tmp, tree)
+        registry_path = self.ws.state / "kernel-installs.json"
+        try:
+            registry = json.loads(registry_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            registry = {}
+        registry[str(tree)] = step.inputs_hash
+        _atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))
+
+
+def needs_work(plan: BuildPlan) -> bool:
+    return any(s.status == BUILD for s in plan.steps)

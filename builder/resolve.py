@@ -1,0 +1,380 @@
+"""Resolve recipes + a request + host facts into a :class:`BuildPlan` — purely.
+
+``resolve`` reads no environment, starts no process and looks at no clock: the
+host (:class:`HostFacts`), the workspace's current contents (:class:`State`) and
+the environment variables that matter (``Request.env``) are all passed in as
+values.  That is what makes ``builder plan`` trustworthy, fast and testable with
+golden files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from . import backends as registry
+from . import render
+from .errors import Diagnostic, UnsupportedError, UsageError
+from .host import HostFacts
+from .model import Option, OptionValue, Recipe
+from .plan import BUILD, CACHED, SKIP, BuildPlan, Variant
+from .recipes import RecipeSet
+from .steps import VariantContext, cmake_steps, kernel_steps
+from .workspace import Workspace
+
+#: bump when the meaning of a plan changes, so that old caches are not reused
+#: (the templates of generated files are hashed into every key as well)
+FORMAT = "builder-1"
+MIN_RESERVE = 512 * 2**20
+
+
+@dataclass(frozen=True)
+class OptionOverride:
+    recipe: str  # "" = every selected recipe that has the option
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Request:
+    backends: tuple[str, ...] = ()  # empty: every backend each recipe declares
+    pythons: tuple[str, ...] = ()  # empty: the default Python; ("all",): every supported one
+    build_types: tuple[str, ...] = ()  # empty: each recipe's first build type
+    options: tuple[OptionOverride, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # the environment variables the plan may use
+    skip_unsupported: bool = False
+    memory_budget: int = 0  # bytes; 0: derived from the host
+    jobs: int = 0  # 0: the host's CPUs
+
+
+@dataclass(frozen=True)
+class State:
+    """What already exists in the workspace (read by :mod:`builder.state`)."""
+
+    source_digests: tuple[tuple[str, str], ...] = ()
+    file_digests: tuple[tuple[str, str], ...] = ()
+    installed: frozenset[str] = frozenset()  # variant keys with a complete install
+    kernel_artifacts: frozenset[str] = frozenset()  # artifact keys in the kernel cache
+    kernel_installs: tuple[tuple[str, str], ...] = ()  # (install folder, variant key)
+    notes: tuple[str, ...] = field(default=())
+
+
+def memory_budget(host: HostFacts, request: Request) -> int:
+    if request.memory_budget:
+        return request.memory_budget
+    usable = host.memory.usable()
+    return max(usable - max(MIN_RESERVE, usable // 10), 0)
+
+
+def _bool(text: str) -> bool | None:
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off"):
+        return False
+    return None
+
+
+def parse_option_value(opt: Option, raw: str, origin: str) -> OptionValue:
+    """Turn command-line/env text into the option's type, checking allowed values."""
+    text = raw.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1]  # legacy knobs are often written with embedded quotes
+    value: OptionValue
+    if opt.type == "bool":
+        b = _bool(text)
+        if b is None:
+            raise UsageError(f"{origin}: option '{opt.name}' is a bool; got '{raw}' "
+                             f"(use true/false)")
+        value = b
+    elif opt.type == "int":
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(f"{origin}: option '{opt.name}' is an int; got '{raw}'") from None
+    elif opt.type == "list":
+        value = tuple(x.strip() for x in text.replace(";", ",").split(",") if x.strip())
+    else:
+        value = text
+    if opt.allowed:
+        items = value if isinstance(value, tuple) else (value,)
+        bad = [i for i in items if i not in opt.allowed]
+        if bad:
+            raise UsageError(f"{origin}: {bad[0]!r} is not an allowed value of option "
+                             f"'{opt.name}' (allowed: {', '.join(map(str, opt.allowed))})")
+    return value
+
+
+def option_text(value: OptionValue) -> str:
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, tuple):
+        return ";".join(value)
+    return str(value)
+
+
+def resolve_options(recipe: Recipe, request: Request,
+                    notes: list[str]) -> dict[str, OptionValue]:
+    env = dict(request.env)
+    values: dict[str, OptionValue] = {o.name: o.default for o in recipe.options}
+    for o in recipe.options:
+        if o.env and env.get(o.env):
+            values[o.name] = parse_option_value(o, env[o.env], f"environment {o.env}")
+            notes.append(f"{recipe.name}: {o.env} is deprecated; use -o {recipe.name}:{o.name}="
+                         f"{option_text(values[o.name])}")
+    for ov in request.options:
+        if ov.recipe and ov.recipe != recipe.name:
+            continue
+        opt = recipe.option(ov.name)
+        if opt is None:
+            if ov.recipe:
+                known = ", ".join(o.name for o in recipe.options) or "none"
+                raise UsageError(f"-o {ov.recipe}:{ov.name}: recipe '{recipe.name}' has no "
+                                 f"option '{ov.name}' (options: {known})")
+            continue
+        values[ov.name] = parse_option_value(opt, ov.value, f"-o {ov.name}")
+    return values
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _tool_problem(tool: str, spec: str, host: HostFacts) -> tuple[str, str] | None:
+    info = host.tool(tool)
+    if info is None:
+        fixes = {"cmake": "pip install cmake", "ninja": "pip install ninja",
+                 "conan": "pip install conan", "cxx": "apt-get install g++",
+                 "cc": "apt-get install gcc", "ccache": "apt-get install ccache"}
+        return f"{tool} not found", fixes.get(tool, f"install {tool} and put it on PATH")
+    if spec:
+        try:
+            ok = Version(info.version) in SpecifierSet(spec)
+        except InvalidVersion:
+            ok = True  # an unparsable version is not held against the tool
+        if not ok:
+            return (f"{tool} {info.version} does not satisfy {spec}",
+                    f"install a {tool} matching {spec}")
+    return None
+
+
+def _python_problem(recipe: Recipe, py: str, host: HostFacts) -> tuple[str, str] | None:
+    info = host.python(py)
+    if info is None:
+        return (f"no Python {py} interpreter found",
+                f"install it (e.g. `pyenv install {py}`) or drop {py} from the request")
+    for text in recipe.requires.python:
+        req = Requirement(text)
+        have = info.package(req.name)
+        cmd = f"{info.path} -m pip install '{text}'"
+        if req.name.lower() == "torch":
+            cmd = f"{info.path} -m pip install torch==2.13.0  # the CPU build"
+        if have is None:
+            return f"{req.name} is not installed for Python {py} ({info.path})", cmd
+        if not req.specifier.contains(Version(have).public, prereleases=True):
+            return (f"{req.name} {have} for Python {py} does not satisfy '{text}'", cmd)
+    return None
+
+
+def _pythons_for(recipe: Recipe, request: Request, host: HostFacts) -> list[str]:
+    supported = list(recipe.python.versions)
+    if request.pythons == ("all",):
+        return supported or [host.default_python]
+    if request.pythons:
+        return [p for p in request.pythons if not supported or p in supported]
+    if not supported or host.default_python in supported:
+        return [host.default_python]
+    available = [p for p in supported if host.python(p)]
+    return [available[-1] if available else supported[-1]]
+
+
+def _arch_diag(recipe: Recipe, backend: str, arch: str, message: str, fix: str) -> Diagnostic:
+    spec = recipe.backend(backend)
+    idx = spec.archs.index(arch) if spec else 0
+    path = ("backends", backend, "archs", idx)
+    assert recipe.positions is not None
+    loc = recipe.positions.location(path)
+    return Diagnostic(loc, f"backends.{backend}.archs[{idx}]", message, fix + "; or pass "
+                      "--skip-unsupported to leave it out", recipe.positions.line_text(loc.line))
+
+
+def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host: HostFacts,
+            state: State, ws: Workspace) -> BuildPlan:
+    budget = memory_budget(host, request)
+    jobs = request.jobs or host.cpus
+    notes: list[str] = []
+    arch_errors: list[Diagnostic] = []
+    for b in request.backends:
+        if b not in registry.names():
+            raise UsageError(f"unknown backend '{b}' (backends: {', '.join(registry.names())})")
+    variants: dict[str, Variant] = {}
+    steps = []
+    memo: dict[tuple[str, str, str, str], Variant] = {}
+    sources = dict(state.source_digests)
+
+    def variant_for(recipe: Recipe, backend: str, build_type: str, python: str) -> Variant:
+        memo_key = (recipe.name, backend, build_type, python)
+        if memo_key in memo:
+            return memo[memo_key]
+        be = registry.get(backend)
+        spec = recipe.backend(backend)
+        assert spec is not None
+        problems: list[tuple[str, str]] = []
+        unavailable = be.host_unavailable(host)
+        if unavailable:
+            problems.append((unavailable.reason, unavailable.fix))
+        if spec.os and host.os not in spec.os:
+            problems.append((f"{backend}: this recipe builds {backend} on "
+                             f"{', '.join(spec.os)} only", f"use a {spec.os[0]} host"))
+        implied = [("cmake", ""), ("ninja", ""), ("conan", ""), ("cxx", "")] \
+            if recipe.build_system == "cmake" else []
+        for tool, tspec in [*implied, *spec.tools]:
+            if be.tool == tool and unavailable:
+                continue
+            p = _tool_problem(tool, tspec, host)
+            if p and p not in problems:
+                problems.append(p)
+        archs: list[str] = []
+        skipped_archs: list[tuple[str, str, str]] = []
+        for arch in spec.archs:
+            bad = None if unavailable else be.arch_unavailable(arch, host)
+            if bad is None:
+                archs.append(arch)
+            elif request.skip_unsupported:
+                skipped_archs.append((arch, bad.reason, bad.fix))
+            else:
+                arch_errors.append(_arch_diag(recipe, backend, arch, bad.reason, bad.fix))
+        vnotes: list[str] = []
+        options = resolve_options(recipe, request, vnotes)
+        py_for_build = python or (_pythons_for(recipe, request, host)[0]
+                                  if recipe.python.versions or recipe.requires.python else "")
+        if py_for_build and (recipe.requires.python or python):
+            p = _python_problem(recipe, py_for_build, host)
+            if p:
+                problems.append(p)
+        deps: list[Variant] = []
+        for req in recipe.requires.recipes:
+            dep = recipes.by_name[req.name]
+            dep_backend = backend if dep.backend(backend) else "cpu"
+            if dep.backend(dep_backend) is None:
+                problems.append((f"requires {dep.name}, which has no {backend} or cpu backend",
+                                 f"add backends.{backend} to {dep.display}"))
+                continue
+            dep_bt = build_type if build_type in dep.build_types else dep.build_types[0]
+            dep_py = python if dep.python.abi == "cpython" else ""
+            dv = variant_for(dep, dep_backend, dep_bt, dep_py)
+            deps.append(dv)
+            if dv.status == SKIP:
+                problems.append((f"requires {dep.name}, which is skipped: {dv.reason}", dv.fix))
+        src_digest = [sources.get(s.location, "") for s in recipe.sources]
+        tools = {t: (host.tool(t).version if host.tool(t) else "")  # type: ignore[union-attr]
+                 for t in ("cmake", "cxx", "conan", *([be.tool] if be.tool else []))}
+        py_info = host.python(py_for_build) if py_for_build else None
+        key = _key(FORMAT, render.templates_digest(), recipe.name, recipe.version, recipe.digest, src_digest, backend,
+                   build_type, archs, sorted((k, option_text(v)) for k, v in options.items()),
+                   python and (py_info.full if py_info else python), tools,
+                   [d.key for d in deps])
+        vdir = f"{backend}-{build_type}" + (f"-py{python}" if python else "") + f"-{key[:12]}"
+        vid = f"{recipe.name}/{vdir}"
+        status, reason, fix = BUILD, "", ""
+        if problems:
+            status, reason, fix = SKIP, problems[0][0], problems[0][1]
+        elif recipe.build_system == "cmake" and key in state.installed:
+            status = CACHED
+        variant = Variant(
+            id=vid, recipe=recipe.name, version=recipe.version, backend=backend,
+            build_type=build_type, python=python, archs=tuple(archs),
+            options=tuple((k, option_text(v)) for k, v in options.items()), key=key,
+            prefix=str(ws.install_dir(recipe.name, vdir)), status=status, reason=reason,
+            fix=fix, deps=tuple(d.id for d in deps), recipe_file=recipe.display,
+            notes=tuple(vnotes))
+        memo[memo_key] = variant
+        ctx = VariantContext(recipe=recipe, variant=variant, host=host, ws=ws, jobs=jobs,
+                             options=options, python=py_info, deps=tuple(
+                                 (d, recipes.by_name[d.recipe]) for d in deps),
+                             file_digests=dict(state.file_digests),
+                             kernel_artifacts=state.kernel_artifacts,
+                             kernel_installs=dict(state.kernel_installs),
+                             skipped_archs=tuple(skipped_archs), env=dict(request.env),
+                             test_pythons=tuple(_pythons_for(recipe, request, host))
+                             if not python else (python,))
+        new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" else cmake_steps(ctx)
+        if recipe.build_system == "kernels" and status == BUILD and all(
+                s.status == CACHED for s in new_steps):
+            variant = replace(variant, status=CACHED)
+            memo[memo_key] = variant
+        variants[vid] = variant
+        steps.extend(new_steps)
+        notes.extend(n for n in vnotes if n not in notes)
+        return variant
+
+    for recipe in roots:
+        backends = [b for b in (request.backends or recipe.backend_names)
+                    if recipe.backend(b) is not None]
+        if request.backends and not backends:
+            raise UsageError(f"recipe '{recipe.name}' has no backend "
+                             f"{' or '.join(request.backends)} (it declares "
+                             f"{', '.join(recipe.backend_names)})")
+        build_types = [t for t in (request.build_types or recipe.build_types[:1])
+                       if t in recipe.build_types] or list(recipe.build_types[:1])
+        pythons = [p for p in _pythons_for(recipe, request, host)] \
+            if recipe.python.abi == "cpython" else [""]
+        for b in backends:
+            for bt in build_types:
+                for py in pythons:
+                    variant_for(recipe, b, bt, py)
+    if arch_errors:
+        raise UnsupportedError(arch_errors)
+    ordered = _ordered(list(variants.values()))
+    order_index = {v.id: i for i, v in enumerate(ordered)}
+    steps.sort(key=lambda s: order_index[s.variant])
+    mem_desc = f"{budget / 2**30:.1f} GiB budget"
+    return BuildPlan(variants=tuple(ordered), steps=tuple(steps),
+                     host=f"{host.os}-{host.arch}, {host.cpus} CPUs, {mem_desc} "
+                          f"({host.source})",
+                     cpus=host.cpus, memory_budget=budget, jobs=jobs,
+                     notes=tuple(notes + list(state.notes)))
+
+
+def _ordered(variants: list[Variant]) -> list[Variant]:
+    """Dependencies first; ties keep the order of discovery (deterministic)."""
+    by_id = {v.id: v for v in variants}
+    out: list[Variant] = []
+    seen: set[str] = set()
+
+    def visit(v: Variant) -> None:
+        if v.id in seen:
+            return
+        seen.add(v.id)
+        for d in v.deps:
+            visit(by_id[d])
+        out.append(v)
+
+    for v in variants:
+        visit(v)
+    return out
+
+
+def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple[
+        tuple[str, str], ...]:
+    """The environment variables a plan may depend on (kept small and explicit)."""
+    from .subst import variables
+
+    names = {"HOME"}
+    for r in recipes:
+        names.update(o.env for o in r.options if o.env)
+        texts = [r.install.root, r.install.layout, *(v for _, v in r.defines)]
+        for t in r.tests:
+            texts.extend(t.run)
+            texts.extend(v for _, v in t.env)
+        for t in texts:
+            names.update(n[4:] for n in variables(t) if n.startswith("env."))
+    return tuple(sorted((n, environ[n]) for n in names if n in environ))
+
+

@@ -1,0 +1,170 @@
+"""The one place that starts subprocesses.
+
+Every command is an argv list (never a shell string).  :class:`SubprocessRunner`
+writes one log file per step that begins with the exact command (``shlex.join``)
+and the environment *changes*, runs the child in its own process group so that an
+interruption stops the whole tree, enforces a timeout, and keeps the last lines
+for error messages.  :class:`RecordingRunner` records the same calls without
+running anything, for integration tests of the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+TAIL_LINES = 30
+
+
+def capture(argv: Sequence[str], timeout: float = 20.0,
+            env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """Run a short probe and return (exit code, stdout+stderr); never raises for
+    a missing program or a timeout (exit code 127 / 124)."""
+    try:
+        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                              env=dict(env) if env is not None else None, check=False,
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except FileNotFoundError:
+        return 127, f"{argv[0]}: not found"
+    except PermissionError as exc:
+        return 126, str(exc)
+    except subprocess.TimeoutExpired:
+        return 124, f"{shlex.join(argv)}: timed out after {timeout:.0f}s"
+    return proc.returncode, (proc.stdout or "") + (proc.stderr or "")
+
+
+@dataclass
+class Result:
+    returncode: int
+    tail: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    timed_out: bool = False
+    interrupted: bool = False
+
+
+class Runner(Protocol):
+    def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
+            log_path: Path, timeout: float,
+            on_line: Callable[[str], None] | None = None) -> Result: ...
+
+
+def _child_env(env_changes: Mapping[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    for k, v in env_changes.items():
+        env[k] = v
+    return env
+
+
+class SubprocessRunner:
+    """Runs commands for real, one log file each."""
+
+    def __init__(self) -> None:
+        self._current: subprocess.Popen[bytes] | None = None
+
+    def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
+            log_path: Path, timeout: float,
+            on_line: Callable[[str], None] | None = None) -> Result:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        start = time.monotonic()
+        with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+            log.write(f"$ {shlex.join(argv)}\n")
+            log.write(f"# cwd: {cwd}\n")
+            for k, v in sorted(env_changes.items()):
+                log.write(f"# env: {k}={v}\n")
+            log.flush()
+            try:
+                proc = subprocess.Popen(list(argv), cwd=cwd, env=_child_env(env_changes),
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+            except OSError as exc:
+                msg = f"cannot start {argv[0]}: {exc.strerror or exc}"
+                log.write(msg + "\n")
+                return Result(127, [msg], 0.0)
+            self._current = proc
+            timed_out = False
+
+            def kill_on_timeout() -> None:
+                nonlocal timed_out
+                timed_out = True
+                _kill_group(proc)
+
+            timer = threading.Timer(timeout, kill_on_timeout)
+            timer.daemon = True
+            timer.start()
+            try:
+                assert proc.stdout is not None
+                for raw in proc.stdout:
+                    line = raw.decode("utf-8", errors="replace").rstrip("\n")
+                    log.write(line + "\n")
+                    tail.append(line)
+                    if on_line is not None:
+                        on_line(line)
+                rc = proc.wait()
+            except KeyboardInterrupt:
+                _kill_group(proc)
+                proc.wait()
+                log.write("# interrupted\n")
+                return Result(130, list(tail), time.monotonic() - start, interrupted=True)
+            finally:
+                timer.cancel()
+                self._current = None
+            if timed_out:
+                log.write(f"# timed out after {timeout:.0f}s\n")
+            log.write(f"# exit code {rc}\n")
+        return Result(rc, list(tail), time.monotonic() - start, timed_out=timed_out)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the child's whole process group: TERM, then KILL after a grace period."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        return
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait or None)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@dataclass
+class Call:
+    argv: list[str]
+    cwd: str
+    env_changes: dict[str, str]
+
+
+class RecordingRunner:
+    """Records argv instead of running; ``fail`` maps a substring of a command to the
+    exit code it should "return", to test failure handling."""
+
+    def __init__(self, fail: Mapping[str, int] | None = None) -> None:
+        self.calls: list[Call] = []
+        self.fail = dict(fail or {})
+
+    def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
+            log_path: Path, timeout: float,
+            on_line: Callable[[str], None] | None = None) -> Result:
+        self.calls.append(Call(list(argv), str(cwd), dict(env_changes)))
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        joined = shlex.join(argv)
+        log_path.write_text(f"$ {joined}\n(recorded, not run)\n", encoding="utf-8")
+        for needle, rc in self.fail.items():
+            if needle in joined:
+                return Result(rc, [f"recorded failure for {needle!r}"])
+        return Result(0)

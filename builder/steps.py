@@ -1,0 +1,310 @@
+"""Turn one resolved variant into its steps (pure, like the resolver).
+
+* CMake recipes: render the Conan files → ``conan install`` → ``cmake`` configure →
+  build → install into a stage folder → tests → ``conan export-pkg`` (so that
+  dependents find it in the Conan cache) → publish the stage atomically.
+* Kernel recipes: one compile step per (kernel, arch), each cached under its own
+  key (source, flags, toolchain, arch), then one publish step that lays out
+  ``<root>/<backend>/<kernel>/<arch>.<ext>`` with a manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from . import backends as registry
+from . import render
+from .host import HostFacts, PythonInfo
+from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe
+from .plan import BUILD, CACHED, SKIP, Step, Variant
+from .subst import substitute
+from .workspace import Workspace
+
+_KERNEL_LANG = {"cuda": "cuda", "rocm": "hip", "metal": "metal"}
+BUILD_TIMEOUT = 4 * 3600
+
+
+@dataclass(frozen=True)
+class VariantContext:
+    recipe: Recipe
+    variant: Variant
+    host: HostFacts
+    ws: Workspace
+    jobs: int
+    options: dict[str, OptionValue]
+    python: PythonInfo | None
+    deps: tuple[tuple[Variant, Recipe], ...]
+    file_digests: dict[str, str]
+    kernel_artifacts: frozenset[str]
+    kernel_installs: dict[str, str]
+    skipped_archs: tuple[tuple[str, str, str], ...]
+    env: dict[str, str]
+    test_pythons: tuple[str, ...]
+
+    @property
+    def vdir(self) -> str:
+        return self.variant.id.split("/", 1)[1]
+
+    def source_root(self) -> str:
+        src = self.recipe.sources[0]
+        base = src.location if src.kind == "path" else str(
+            self.ws.state / "sources" / hashlib.sha256(
+                (src.location + src.rev + src.sha256).encode()).hexdigest()[:16])
+        return str(Path(base) / src.subdir) if src.subdir else base
+
+    def values(self, **extra: str) -> dict[str, str]:
+        from .resolve import option_text
+
+        v = self.variant
+        be = registry.get(v.backend)
+        out = {"package.name": v.recipe, "package.version": v.version, "backend": v.backend,
+               "build_type": v.build_type, "archs": ";".join(v.archs),
+               "archs.cmake": be.archs_cmake(v.archs), "source": self.source_root(),
+               "build": str(self.ws.build_dir(v.recipe, self.vdir) / "cmake"),
+               "prefix": str(self.ws.stage_dir(v.recipe, self.vdir))}
+        if self.python:
+            out["python"] = self.python.path
+            out["python.version"] = self.python.version
+        for k, val in self.options.items():
+            out[f"options.{k}"] = ("ON" if val else "OFF") if isinstance(val, bool) \
+                else option_text(val)
+        for k, val in self.env.items():
+            out[f"env.{k}"] = val
+        out.update(extra)
+        return out
+
+
+def _status(v: Variant) -> tuple[str, str, str]:
+    return v.status, v.reason, v.fix
+
+
+def _tool(host: HostFacts, name: str, fallback: str) -> str:
+    t = host.tool(name)
+    return t.path if t else fallback
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _test_steps(ctx: VariantContext, after: str, prefix_value: str) -> list[Step]:
+    v = ctx.variant
+    status, reason, fix = _status(v)
+    out: list[Step] = []
+    prev = after
+    for t in ctx.recipe.tests:
+        if t.backends and v.backend not in t.backends:
+            continue
+        uses_python = any("${python" in a for a in (*t.run, *(e for _, e in t.env)))
+        for py in (ctx.test_pythons if uses_python else ("",)):
+            info = ctx.host.python(py) if py else ctx.python
+            extra = {"device": t.device_for(v.backend), "prefix": prefix_value}
+            if info:
+                extra.update({"python": info.path, "python.version": info.version})
+            vals = ctx.values(**extra)
+            argv = tuple(substitute(a, vals) for a in t.run)
+            env = tuple((k, substitute(e, vals)) for k, e in t.env)
+            sid = f"{v.id}/test:{t.name}" + (f"@py{py}" if py and len(ctx.test_pythons) > 1
+                                                else "")
+            st, rs, fx = (status, reason, fix)
+            if uses_python and info is None:
+                st, rs, fx = SKIP, f"no Python {py} interpreter found", f"pyenv install {py}"
+            out.append(Step(id=sid, kind="test", variant=v.id, commands=(argv,), env=env,
+                            cwd=vals["build"] if ctx.recipe.build_system == "cmake"
+                            else vals["source"], deps=(prev,), status=st, reason=rs, fix=fx,
+                            timeout=t.timeout, inputs_hash=_digest(v.key, argv, env)))
+            prev = sid
+    return out
+
+
+def cmake_steps(ctx: VariantContext) -> list[Step]:
+    r, v, host, ws = ctx.recipe, ctx.variant, ctx.host, ctx.ws
+    be = registry.get(v.backend)
+    spec = r.backend(v.backend)
+    assert spec is not None
+    status, reason, fix = _status(v)
+    bdir = ws.build_dir(r.name, ctx.vdir)
+    stage = ws.stage_dir(r.name, ctx.vdir)
+    vals = ctx.values()
+    flags = r.flags.for_build_type(v.build_type) + spec.flags.for_build_type(v.build_type)
+    sub = lambda xs: [substitute(x, vals) for x in xs]  # noqa: E731
+
+    defines: dict[str, str] = dict(be.cmake_defines(v.archs))
+    if ctx.python and (r.python.versions or r.requires.python):
+        defines["Python_EXECUTABLE"] = ctx.python.path
+        defines["Python3_EXECUTABLE"] = ctx.python.path
+        if ctx.python.torch_cmake and any(p.lower().startswith("torch")
+                                          for p in r.requires.python):
+            defines["CMAKE_PREFIX_PATH"] = ctx.python.torch_cmake
+    for o in r.options:
+        if o.cmake:
+            defines[o.cmake] = vals[f"options.{o.name}"]
+    for k, val in (*r.defines, *spec.defines):
+        defines[k] = substitute(val, vals)
+    if r.memory.unity:
+        defines["CMAKE_UNITY_BUILD"] = "ON"
+        defines["CMAKE_UNITY_BUILD_BATCH_SIZE"] = str(r.memory.unity_batch_size)
+    for lang, var in (("cuda", "CMAKE_CUDA_FLAGS"), ("hip", "CMAKE_HIP_FLAGS")):
+        if flags.get(lang):
+            defines[var] = " ".join(sub(flags.get(lang)))
+
+    compilers = {"c": _tool(host, "cc", "cc"), "cpp": _tool(host, "cxx", "c++")}
+    if be.tool and be.cmake_language == "CUDA":
+        compilers["cuda"] = _tool(host, "nvcc", "nvcc")
+    platform = [ref for ref in r.requires.conan]
+    files = {
+        str(bdir / "conan" / "conanfile.py"): render.conanfile(
+            name=r.name, version=r.version, recipe_file=r.display, variant_id=v.id,
+            options={"backend": v.backend, "archs": ";".join(v.archs), **dict(v.options)},
+            requires=[f"{d.recipe}/{d.version}" for d, _ in ctx.deps] + list(r.requires.conan),
+            stage=str(stage),
+            dep_options={f"{d.recipe}/*:{k}": val for d, _ in ctx.deps for k, val in
+                         (("backend", d.backend), ("archs", ";".join(d.archs)),
+                           *d.options)}),
+        str(bdir / "conan" / "profile"): render.profile(
+            host=host, build_type=v.build_type, jobs=ctx.jobs, cflags=sub(flags.c),
+            cxxflags=sub(flags.cxx), ldflags=sub(flags.ld), compilers=compilers,
+            platform_requires=platform),
+    }
+    conan = _tool(host, "conan", "conan")
+    cmake = _tool(host, "cmake", "cmake")
+    conan_env = (("CONAN_HOME", str(ws.conan_home)),)
+    profile = str(bdir / "conan" / "profile")
+    pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps)
+    sid = v.id
+    steps = [
+        Step(id=f"{sid}/render", kind="render", variant=sid, deps=pre,
+             outputs=tuple(files), status=status, reason=reason, fix=fix,
+             params=(("files", json.dumps(files, sort_keys=True)),),
+             inputs_hash=_digest(files)),
+        Step(id=f"{sid}/conan-install", kind="conan-install", variant=sid,
+             commands=((conan, "install", str(bdir / "conan"), "--output-folder",
+                        str(bdir / "gen"), "-pr:a", profile, "-nr"),),
+             env=conan_env, cwd=str(bdir), deps=(f"{sid}/render",),
+             outputs=(str(bdir / "gen" / "conan_toolchain.cmake"),), status=status,
+             reason=reason, fix=fix, timeout=600),
+        Step(id=f"{sid}/configure", kind="configure", variant=sid,
+             commands=((cmake, "-S", vals["source"], "-B", vals["build"], "-G", "Ninja",
+                        f"-DCMAKE_TOOLCHAIN_FILE={bdir / 'gen' / 'conan_toolchain.cmake'}",
+                        f"-DCMAKE_BUILD_TYPE={CMAKE_BUILD_TYPE[v.build_type]}",
+                        f"-DCMAKE_INSTALL_PREFIX={stage}",
+                        *(f"-D{k}={val}" for k, val in defines.items())),),
+             cwd=str(bdir), deps=(f"{sid}/conan-install",), status=status, reason=reason,
+             fix=fix, timeout=1800),
+        Step(id=f"{sid}/build", kind="build", variant=sid,
+             commands=((cmake, "--build", vals["build"], "--parallel", str(ctx.jobs),
+                        *(a for t in r.targets for a in ("--target", t))),),
+             cwd=str(bdir), deps=(f"{sid}/configure",), status=status, reason=reason, fix=fix,
+             memory=r.memory.default, timeout=BUILD_TIMEOUT),
+        Step(id=f"{sid}/stage", kind="stage", variant=sid,
+             commands=((cmake, "--install", vals["build"], "--prefix", str(stage)),),
+             cwd=str(bdir), deps=(f"{sid}/build",), outputs=(str(stage),), status=status,
+             reason=reason, fix=fix, params=(("clean", str(stage)),), timeout=600),
+    ]
+    tests = _test_steps(ctx, f"{sid}/stage", str(stage))
+    steps.extend(tests)
+    last = tests[-1].id if tests else f"{sid}/stage"
+    steps.append(Step(id=f"{sid}/export", kind="export", variant=sid,
+                      commands=((conan, "export-pkg", str(bdir / "conan"), "-pr:a", profile,
+                                 "-nr"),),
+                      env=conan_env, cwd=str(bdir), deps=(last,), status=status, reason=reason,
+                      fix=fix, timeout=600))
+    steps.append(Step(id=f"{sid}/publish", kind="publish", variant=sid,
+                      deps=(f"{sid}/export",), outputs=(v.prefix,), status=status,
+                      reason=reason, fix=fix,
+                      params=(("stage", str(stage)), ("prefix", v.prefix),
+                              ("meta", json.dumps(_meta(ctx), sort_keys=True))),
+                      inputs_hash=v.key))
+    return [_with_hash(s, v.key) for s in steps]
+
+
+def _meta(ctx: VariantContext) -> dict[str, object]:
+    """What the manifest records about how a variant was built."""
+    v, host = ctx.variant, ctx.host
+    be = registry.get(v.backend)
+    tools = {name: f"{t.version} ({t.path})" for name in ("cmake", "ninja", "conan", "cxx",
+                                                          *([be.tool] if be.tool else []))
+             if (t := host.tool(name))}
+    return {"recipe": v.recipe, "version": v.version, "variant": v.id, "backend": v.backend,
+            "build_type": v.build_type, "python": v.python, "archs": list(v.archs),
+            "options": dict(v.options), "toolchains": tools,
+            "python_interpreter": ctx.python.full if ctx.python else ""}
+
+
+def _with_hash(step: Step, key: str) -> Step:
+    if step.inputs_hash:
+        return step
+    return replace(step, inputs_hash=_digest(key, step.commands, step.env))
+
+
+def kernels_root(ctx: VariantContext) -> Path:
+    vals = ctx.values()
+    root = substitute(ctx.recipe.install.root or "${env.HOME}/.builder-kernels", vals)
+    if root.startswith("~"):
+        root = ctx.env.get("HOME", "/") + root[1:]
+    return Path(root)
+
+
+def kernel_steps(ctx: VariantContext) -> list[Step]:
+    r, v, host = ctx.recipe, ctx.variant, ctx.host
+    be = registry.get(v.backend)
+    spec = r.backend(v.backend)
+    assert spec is not None
+    lang = _KERNEL_LANG.get(v.backend, "cxx")
+    common = (r.flags.for_build_type(v.build_type) +
+              spec.flags.for_build_type(v.build_type)).get(lang)
+    root = kernels_root(ctx)
+    tree = root / v.backend
+    ext = be.kernel_ext()
+    tool = host.tool(be.tool) if be.tool else None
+    skipped = {a: (rs, fx) for a, rs, fx in ctx.skipped_archs}
+    steps: list[Step] = []
+    artifacts: list[dict[str, str]] = []
+    for k in r.kernels:
+        src_rel = k.source_for(v.backend)
+        if src_rel is None:
+            continue
+        src = str(Path(ctx.source_root()) / src_rel)
+        digest = ctx.file_digests.get(src, "")
+        flags = tuple(common) + dict(k.flags).get(v.backend, ())
+        floor = dict(k.min_arch).get(v.backend)
+        for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
+            if floor and be.arch_order(arch) < be.arch_order(floor):
+                continue
+            key = _digest("kernel-1", v.backend, k.name, arch, digest, flags,
+                          tool.version if tool else "")
+            entry = ctx.ws.kernel_cache / key[:20]
+            partial = Path(str(entry) + ".partial")
+            kc = be.kernel_command(src, arch, str(partial / f"{arch}.{ext}"), flags, host)
+            status, reason, fix = _status(v)
+            if arch in skipped:
+                status, (reason, fix) = SKIP, skipped[arch]
+            elif status == BUILD and key[:20] in ctx.kernel_artifacts:
+                status = CACHED
+            steps.append(Step(
+                id=f"{v.id}/kernel:{k.name}:{arch}", kind="kernel", variant=v.id,
+                commands=kc.commands, env=kc.env, cwd=ctx.source_root(), inputs_hash=key,
+                outputs=(str(entry / f"{arch}.{ext}"),), status=status, reason=reason,
+                fix=fix, params=(("partial", str(partial)), ("entry", str(entry))),
+                timeout=1800))
+            if arch not in skipped:
+                layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
+                                                                  ext=ext))
+                artifacts.append({"kernel": k.name, "arch": arch, "path": layout,
+                                  "cache": str(entry / f"{arch}.{ext}"), "key": key,
+                                  **be.artifact_facts(arch, host)})
+    status, reason, fix = _status(v)
+    if status == BUILD and ctx.kernel_installs.get(str(tree)) == v.key and \
+            all(s.status != BUILD for s in steps):
+        status = CACHED
+    publish = Step(id=f"{v.id}/publish", kind="publish-kernels", variant=v.id,
+                   deps=tuple(s.id for s in steps if s.status != SKIP), outputs=(str(tree),),
+                   status=status, reason=reason, fix=fix, inputs_hash=v.key,
+                   params=(("tree", str(tree)), ("root", str(root)),
+                           ("artifacts", json.dumps(artifacts, sort_keys=True))))
+    tests = _test_steps(ctx, publish.id, str(tree))
+    return [*steps, publish, *tests]
+

@@ -1,0 +1,426 @@
+"""Validate recipe documents and turn them into :class:`builder.model.Recipe`.
+
+Two passes: the JSON Schema shipped in ``builder/data/recipe.schema.json`` (shape
+and types), then checks the schema cannot express (PEP 440 versions and
+specifiers, option defaults, archs that belong to their backend, substitution
+variables, kernel sources).  Every problem becomes a :class:`Diagnostic` with the
+file, line and column and a hint; all of them are reported at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from . import backends as backend_registry
+from . import model as m
+from .errors import Diagnostic, RecipeError
+from .subst import is_known, variables
+from .yamlload import PathKey, Positions, format_path
+
+KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "nvcc", "hipcc", "xcrun", "ccache", "git",
+               "patch")
+_SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20,
+               "GiB": 2**30, "TiB": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """``1.5GiB`` → bytes.  Raises ValueError on anything else."""
+    t = text.strip()
+    for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
+        if t.endswith(unit):
+            return int(float(t[: -len(unit)].strip()) * _SIZE_UNITS[unit])
+    raise ValueError(f"not a size: {text!r}")
+
+
+@cache
+def schema() -> dict[str, Any]:
+    text = resources.files("builder").joinpath("data", "recipe.schema.json").read_text("utf-8")
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(schema())
+
+
+class _Diags:
+    def __init__(self, pos: Positions) -> None:
+        self.pos = pos
+        self.items: list[Diagnostic] = []
+
+    def add(self, path: PathKey, message: str, hint: str = "", *, key: bool = False) -> None:
+        loc = self.pos.location(path, key=key)
+        self.items.append(Diagnostic(loc, format_path(path), message, hint,
+                                     self.pos.line_text(loc.line)))
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a mapping", type(None): "nothing (null)"}.get(
+        type(value), type(value).__name__)
+
+
+_PATTERN_HINTS = {
+    "package.name": "use lowercase letters, digits, '-' and '_', starting with a letter",
+    "sha256": "give the archive's SHA-256 as 64 lowercase hex digits (`sha256sum FILE`)",
+    "versions": "write Python versions as quoted strings such as \"3.11\"",
+}
+
+
+def _schema_diag(err: ValidationError, d: _Diags) -> None:
+    path: PathKey = tuple(err.absolute_path)
+    v = err.validator
+    if v in ("oneOf", "anyOf") and err.context:
+        if path and (path[-1] == "source" or (len(path) > 1 and path[-2] == "source")) \
+                and isinstance(err.instance, dict):
+            d.add(path, "a source needs exactly one of: `path`; `git` with `rev`; `url` with "
+                  "`sha256`", "for example `source: {path: ../sources/mylib}`")
+            return
+        sub = best_match(err.context)
+        if sub is not None:
+            _schema_diag(sub, d)
+            return
+    if v == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = list(err.schema.get("properties", {}))
+        extras = [k for k in err.instance if k not in allowed]
+        for extra in extras:
+            hint = _did_you_mean(extra, allowed) or (
+                f"allowed keys here: {', '.join(allowed)}" if allowed else "")
+            d.add(path + (extra,), f"unknown key '{extra}'", hint, key=True)
+        return
+    if v == "required":
+        missing = [k for k in err.validator_value if k not in err.instance]
+        for k in missing:
+            d.add(path, f"missing required key '{k}'",
+                  f"add `{k}:` here" + (" (a quoted string)" if k == "version" else ""))
+        return
+    if v == "propertyNames":
+        bad = err.instance if isinstance(err.instance, str) else str(err.instance)
+        names = err.validator_value.get("enum") if isinstance(err.validator_value, dict) else None
+        if names:
+            hint = _did_you_mean(bad, names) or f"choose one of: {', '.join(names)}"
+            d.add(path + (bad,), f"unknown name '{bad}'", hint, key=True)
+        else:
+            d.add(path + (bad,), f"invalid name '{bad}'",
+                  "use lowercase letters, digits and '_', starting with a letter", key=True)
+        return
+    if v == "type":
+        want = err.validator_value
+        want_s = " or ".join(want) if isinstance(want, list) else want
+        hint = ""
+        if path and path[-1] == "version" and isinstance(err.instance, (int, float)):
+            hint = f"quote the version: version: \"{err.instance}\" (YAML reads {err.instance} " \
+                   f"as a number)"
+        elif isinstance(err.instance, (int, float)) and want == "string":
+            hint = f"quote it: \"{err.instance}\""
+        d.add(path, f"expected {want_s}, got {_type_name(err.instance)}", hint)
+        return
+    if v == "enum":
+        choices = [str(c) for c in err.validator_value]
+        hint = (_did_you_mean(str(err.instance), choices) if isinstance(err.instance, str)
+                else "") or f"choose one of: {', '.join(choices)}"
+        d.add(path, f"'{err.instance}' is not allowed here", hint)
+        return
+    if v == "pattern":
+        dotted = format_path(path)
+        hint = next((h for k, h in _PATTERN_HINTS.items() if dotted.endswith(k) or
+                     (k == "versions" and "versions" in dotted)), "")
+        d.add(path, f"'{err.instance}' is not valid here", hint)
+        return
+    d.add(path, err.message)
+
+
+def _check_substitutions(text: str, path: PathKey, d: _Diags, option_names: set[str]) -> None:
+    for name in variables(text):
+        if not is_known(name):
+            d.add(path, f"unknown substitution ${{{name}}}",
+                  "see the README's substitution table (e.g. ${backend}, ${archs.cmake}, "
+                  "${options.NAME}); write $${ for a literal ${")
+        elif name.startswith("options.") and name[8:] not in option_names:
+            d.add(path, f"${{{name}}} names an option that does not exist",
+                  _did_you_mean(name[8:], sorted(option_names)) or
+                  f"declared options: {', '.join(sorted(option_names)) or 'none'}")
+
+
+def _check_option(name: str, spec: dict[str, Any], d: _Diags) -> None:
+    typ = spec["type"]
+    py = {"bool": bool, "int": int, "str": str, "list": list}[typ]
+    base: PathKey = ("options", name)
+    default = spec["default"]
+
+    def ok(value: Any, t: type) -> bool:
+        return isinstance(value, t) and not (t is int and isinstance(value, bool))
+
+    if not ok(default, py) or (typ == "list" and not all(isinstance(x, str) for x in default)):
+        d.add(base + ("default",), f"default {default!r} is not of type {typ}",
+              f"give a {typ} value" + (" (a list of strings)" if typ == "list" else ""))
+        return
+    allowed = spec.get("allowed")
+    if allowed is None:
+        return
+    item_t = str if typ == "list" else py
+    for i, a in enumerate(allowed):
+        if not ok(a, item_t):
+            d.add(base + ("allowed", i), f"allowed value {a!r} is not of type "
+                  f"{'str' if typ == 'list' else typ}")
+    values = default if typ == "list" else [default]
+    for v in values:
+        if v not in allowed:
+            d.add(base + ("default",), f"default {v!r} is not one of the allowed values",
+                  f"allowed: {', '.join(map(str, allowed))}")
+
+
+def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: Path) -> None:
+    version = data["package"]["version"]
+    try:
+        Version(version)
+    except InvalidVersion:
+        d.add(("package", "version"), f"'{version}' is not a valid version",
+              "use a PEP 440 version such as \"1.2.0\"")
+    options = data.get("options", {})
+    for name, spec in options.items():
+        _check_option(name, spec, d)
+    opt_names = set(options)
+    backends = data["backends"]
+    for bname, spec in backends.items():
+        be = backend_registry.get(bname)
+        for tool, specifier in (spec.get("tools") or {}).items():
+            if tool not in KNOWN_TOOLS:
+                d.add(("backends", bname, "tools", tool), f"unknown tool '{tool}'",
+                      _did_you_mean(tool, list(KNOWN_TOOLS)) or
+                      f"known tools: {', '.join(KNOWN_TOOLS)}", key=True)
+            try:
+                SpecifierSet(specifier)
+            except InvalidSpecifier:
+                d.add(("backends", bname, "tools", tool), f"invalid version specifier "
+                      f"'{specifier}'", "use a PEP 440 specifier such as \">=12.0\"")
+        for i, arch in enumerate(spec.get("archs") or ()):
+            if not be.arch_belongs(arch):
+                owner = next((o for o in backend_registry.names() if o != bname and
+                              backend_registry.get(o).arch_belongs(arch)), None)
+                d.add(("backends", bname, "archs", i),
+                      f"'{arch}' is not a {bname} architecture" +
+                      (f" (it is a {owner} one)" if owner else ""),
+                      f"move it to backends.{owner}.archs" if owner else
+                      "cuda archs look like sm_80, rocm like gfx1030, metal like apple-m1")
+        for k, v in (spec.get("defines") or {}).items():
+            if isinstance(v, str):
+                _check_substitutions(v, ("backends", bname, "defines", k), d, opt_names)
+    for k, v in (data.get("defines") or {}).items():
+        if isinstance(v, str):
+            _check_substitutions(v, ("defines", k), d, opt_names)
+    req = data.get("requires") or {}
+    for i, r in enumerate(req.get("recipes") or ()):
+        if "version" in r:
+            try:
+                SpecifierSet(r["version"])
+            except InvalidSpecifier:
+                d.add(("requires", "recipes", i, "version"), f"invalid version specifier "
+                      f"'{r['version']}'", "use a PEP 440 specifier such as \">=1.0,<2\"")
+    for i, text in enumerate(req.get("python") or ()):
+        try:
+            Requirement(text)
+        except InvalidRequirement as exc:
+            d.add(("requires", "python", i), f"invalid Python requirement '{text}': {exc}",
+                  "use a PEP 508 requirement such as \"torch>=2.0\"")
+    for i, t in enumerate(data.get("test") or ()):
+        for b in t.get("backends") or ():
+            if b not in backends:
+                d.add(("test", i, "backends"), f"test '{t['name']}' names backend '{b}' that "
+                      f"the recipe does not declare", f"declared: {', '.join(backends)}")
+        for j, arg in enumerate(t["run"]):
+            _check_substitutions(arg, ("test", i, "run", j), d, opt_names)
+        for k, v in (t.get("env") or {}).items():
+            _check_substitutions(v, ("test", i, "env", k), d, opt_names)
+    inst = data.get("install") or {}
+    for k in ("root", "layout"):
+        if k in inst:
+            _check_substitutions(inst[k], ("install", k), d, opt_names)
+    system = (data.get("build") or {}).get("system", "cmake")
+    kernels = data.get("kernels") or {}
+    if system == "kernels" and not kernels:
+        d.add(("build", "system"), "build.system is `kernels` but no kernels are declared",
+              "add a `kernels:` section")
+    if system != "kernels" and kernels:
+        d.add(("kernels",), "`kernels` is only used with `build: {system: kernels}`",
+              "set build.system to kernels, or remove the section", key=True)
+    gpu_backends = [b for b in backends if backend_registry.get(b).tool and b != "cpu"]
+    for kname, k in kernels.items():
+        for b in k["sources"]:
+            if b not in backends:
+                d.add(("kernels", kname, "sources", b), f"kernel '{kname}' has a {b} source but "
+                      f"the recipe declares no {b} backend", f"add backends.{b} or remove the "
+                      f"source", key=True)
+        for b in gpu_backends:
+            if b not in k["sources"]:
+                d.add(("kernels", kname, "sources"), f"kernel '{kname}' has no source for the "
+                      f"declared backend '{b}'", f"add sources.{b}: <file>, or remove "
+                      f"backends.{b}")
+        for b, arch in (k.get("min_arch") or {}).items():
+            if not backend_registry.get(b).arch_belongs(arch):
+                d.add(("kernels", kname, "min_arch", b), f"'{arch}' is not a {b} architecture")
+    for i, src in enumerate(_sources(data)):
+        if "path" in src:
+            p = (recipe_dir / src["path"]).resolve()
+            where: PathKey = ("source", "path") if isinstance(data["source"], dict) \
+                else ("source", i, "path")
+            if not p.is_relative_to(project_root):
+                d.add(where, f"'{src['path']}' leaves the recipe's project ({project_root})",
+                      "keep path sources inside the project; use git or url sources for "
+                      "anything else")
+            elif not p.is_dir():
+                d.add(where, f"source folder '{src['path']}' does not exist ({p})",
+                      "the path is relative to the recipe file's folder")
+        if "git" in src and not _is_full_rev(src.get("rev", "")):
+            where = ("source", "rev") if isinstance(data["source"], dict) else ("source", i, "rev")
+            d.add(where, f"rev '{src.get('rev')}' is not a full commit id",
+                  "pin a full 40-hex commit (`git rev-parse BRANCH`); branches and tags move")
+
+
+def _is_full_rev(rev: str) -> bool:
+    return len(rev) == 40 and all(c in "0123456789abcdef" for c in rev)
+
+
+def _sources(data: dict[str, Any]) -> list[dict[str, Any]]:
+    s = data["source"]
+    return [s] if isinstance(s, dict) else list(s)
+
+
+def project_root_of(recipe_file: Path) -> Path:
+    """The nearest folder above the recipe holding ``.git`` (else the recipe's parent's
+    parent, so that ``recipes/x.yaml`` may refer to ``../sources``)."""
+    here = recipe_file.resolve().parent
+    for p in (here, *here.parents):
+        if (p / ".git").exists():
+            return p
+    return here.parent
+
+
+def _flagset(raw: dict[str, Any] | None) -> m.FlagSet:
+    raw = raw or {}
+    return m.FlagSet(*(tuple(raw.get(k, ())) for k in m.LANGS))
+
+
+def _layers(raw: dict[str, Any] | None) -> m.FlagLayers:
+    raw = raw or {}
+    return m.FlagLayers(*(_flagset(raw.get(k)) for k in ("common", *m.BUILD_TYPES)))
+
+
+def _define_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "ON" if v else "OFF"
+    return str(v)
+
+
+def _defines(raw: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    return tuple((k, _define_value(v)) for k, v in (raw or {}).items())
+
+
+def _option(name: str, spec: dict[str, Any]) -> m.Option:
+    def norm(v: Any) -> m.OptionValue:
+        return tuple(v) if isinstance(v, list) else v
+
+    return m.Option(name, spec["type"], norm(spec["default"]),
+                    tuple(norm(a) for a in spec.get("allowed", ())),
+                    spec.get("description", ""), spec.get("cmake", ""), spec.get("env", ""))
+
+
+def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
+                digest: str) -> m.Recipe:
+    recipe_dir = file.resolve().parent
+    sources = []
+    for src in _sources(data):
+        if "path" in src:
+            sources.append(m.Source("path", str((recipe_dir / src["path"]).resolve()),
+                                    patches=tuple(src.get("patches", ())),
+                                    subdir=src.get("subdir", "")))
+        elif "git" in src:
+            sources.append(m.Source("git", src["git"], rev=src["rev"],
+                                    patches=tuple(src.get("patches", ())),
+                                    subdir=src.get("subdir", "")))
+        else:
+            sources.append(m.Source("url", src["url"], sha256=src["sha256"],
+                                    patches=tuple(src.get("patches", ())),
+                                    subdir=src.get("subdir", "")))
+    build = data.get("build") or {}
+    mem = data.get("memory") or {}
+    req = data.get("requires") or {}
+    py = data.get("python") or {}
+    inst = data.get("install") or {}
+    return m.Recipe(
+        name=data["package"]["name"], version=data["package"]["version"], file=file.resolve(),
+        display=display, description=data["package"].get("description", ""),
+        sources=tuple(sources), build_system=build.get("system", "cmake"),
+        build_types=tuple(build.get("build_types", ("release",))),
+        targets=tuple(build.get("targets", ())),
+        options=tuple(_option(k, v) for k, v in (data.get("options") or {}).items()),
+        backends=tuple(m.BackendSpec(
+            name=b, tools=tuple((spec.get("tools") or {}).items()),
+            archs=tuple(spec.get("archs") or ()), os=tuple(spec.get("os") or ()),
+            flags=_layers(spec.get("flags")), defines=_defines(spec.get("defines")))
+            for b, spec in data["backends"].items()),
+        flags=_layers(data.get("flags")), defines=_defines(data.get("defines")),
+        memory=m.Memory(
+            default=parse_size(mem["default"]) if "default" in mem else 0,
+            per_file=tuple((g, parse_size(s)) for g, s in (mem.get("per_file") or {}).items()),
+            low_memory_flags=tuple(mem.get("low_memory_flags", ())),
+            unity=bool((mem.get("unity") or {}).get("enabled", False)),
+            unity_batch_size=int((mem.get("unity") or {}).get("batch_size", 8)),
+            pch=bool((mem.get("pch") or {}).get("enabled", False)),
+            pch_headers=tuple((mem.get("pch") or {}).get("headers", ()))),
+        requires=m.Requires(
+            recipes=tuple(m.RecipeRequirement(r["name"], r.get("version", ""))
+                          for r in req.get("recipes") or ()),
+            conan=tuple(req.get("conan") or ()), python=tuple(req.get("python") or ())),
+        python=m.PythonSpec(tuple(py.get("versions", ())), py.get("abi", "none"),
+                            py.get("package", "python")),
+        tests=tuple(m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
+                               tuple(t.get("backends", ())),
+                               tuple((t.get("devices") or {}).items()), t.get("timeout", 1800))
+                    for t in data.get("test") or ()),
+        install=m.InstallSpec(inst.get("root", ""),
+                              inst.get("layout", m.InstallSpec().layout)),
+        kernels=tuple(m.Kernel(k, tuple(v["sources"].items()),
+                               tuple((v.get("min_arch") or {}).items()),
+                               tuple((b, tuple(f)) for b, f in (v.get("flags") or {}).items()))
+                      for k, v in (data.get("kernels") or {}).items()),
+        digest=digest, positions=pos)
+
+
+def validate(data: Any, pos: Positions, file: Path, display: str, digest: str) -> m.Recipe:
+    """Schema + semantic checks; returns the model or raises RecipeError with all problems."""
+    d = _Diags(pos)
+    if not isinstance(data, dict):
+        d.add((), f"a recipe must be a mapping, got {_type_name(data)}",
+              "start with `package: {name: ..., version: \"...\"}`")
+        raise RecipeError(d.items)
+    for err in _validator().iter_errors(data):
+        _schema_diag(err, d)
+    if not d.items:
+        _semantic(data, d, file.resolve().parent, project_root_of(file))
+    if d.items:
+        d.items.sort(key=lambda x: (x.location.line, x.location.col))
+        raise RecipeError(d.items)
+    return build_model(data, pos, file, display, digest)
+
+
+def file_digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
