@@ -20,6 +20,7 @@ from .host import HostFacts, load_host_facts, probe
 from .plan import BUILD, CACHED, SKIP, BuildPlan
 from .recipes import RecipeSet, display_path
 from .resolve import OptionOverride, Request, env_snapshot, resolve
+from .runner import Runner
 from .workspace import Workspace
 
 EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe
@@ -109,7 +110,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-q", "--quiet", action="store_true", help="print only failures and the "
                    "summary")
 
-    sub.add_parser("schema", help="print the recipe JSON Schema")
+    sc = sub.add_parser("schema", help="print the recipe JSON Schema (or its reference table)")
+    sc.add_argument("--format", choices=("json", "markdown"), default="json")
     return p
 
 
@@ -247,7 +249,7 @@ def _check_requested(plan: BuildPlan, args: argparse.Namespace) -> None:
         raise PlanError(f"cannot build {v.id}: {v.reason}\n  fix: {v.fix}")
 
 
-def cmd_build(args: argparse.Namespace, ws: Workspace) -> int:
+def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = None) -> int:
     from .execute import Executor, needs_work
     from .lock import workspace_lock
     from .progress import LinePrinter
@@ -273,7 +275,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace) -> int:
               f"{counts[SKIP]} skipped — logs in {display_path(ws.logs)}")
         for n in plan.notes:
             print(f"note: {n}")
-        ex = Executor(plan, ws, SubprocessRunner(), on_event=printer.event,
+        ex = Executor(plan, ws, runner or SubprocessRunner(), on_event=printer.event,
                       keep_going=args.keep_going,
                       on_line=printer.line if args.verbose else None)
         summary = ex.run()
@@ -289,13 +291,18 @@ def cmd_build(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
+    from .docs import markdown
     from .validate import schema
 
-    print(json.dumps(schema(), indent=2))
+    if args.format == "markdown":
+        sys.stdout.write(markdown())
+    else:
+        print(json.dumps(schema(), indent=2))
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int:
+    """Run the CLI.  ``runner`` replaces the subprocess runner (tests record argv)."""
     parser = _parser()
     args = parser.parse_args(argv)
     root = args.project or find_project(Path.cwd())
@@ -303,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
                 "build": cmd_build, "schema": cmd_schema}
     try:
+        if args.command == "build":
+            return cmd_build(args, ws, runner)
         return commands[args.command](args, ws)
     except BuilderError as exc:
         print(exc.render(), file=sys.stderr)

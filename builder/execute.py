@@ -238,9 +238,14 @@ class Executor:
             dest = tmp / inside
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(a["cache"], dest)
-            records.append({**{k: v for k, v in a.items() if k != "cache"},
-                            "path": inside.as_posix(), "size": dest.stat().st_size,
-                            "sha256": file_sha256(dest)})
+            record = {**{k: v for k, v in a.items() if k != "cache"},
+                      "path": inside.as_posix(), "size": dest.stat().st_size,
+                      "sha256": file_sha256(dest)}
+            if dest.suffix == ".ptx":  # the ISA the file really declares, not the table's
+                m = re.search(rb"^\.version\s+(\d+\.\d+)", dest.read_bytes(), re.M)
+                if m:
+                    record["ptx_isa"] = m.group(1).decode()
+            records.append(record)
         manifest = {"key": step.inputs_hash, "variant": step.variant, "artifacts": records,
                     "files": [{"path": r["path"], "size": r["size"], "sha256": r["sha256"]}
                               for r in records],

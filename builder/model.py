@@ -74,6 +74,7 @@ class Option:
     description: str = ""
     cmake: str = ""
     env: str = ""
+    legacy_env: str = ""
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,12 @@ from .yamlload import load_text
 
 
 def display_path(path: Path) -> str:
+    """Relative to the current folder when below it, else absolute (never ``../..``)."""
+    full = path.resolve()
     try:
-        return os.path.relpath(path)
-    except ValueError:  # pragma: no cover - other drive on Windows
-        return str(path)
+        return str(full.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(full)
 
 
 def load_recipe(path: Path) -> Recipe:

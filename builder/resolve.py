@@ -124,10 +124,13 @@ def resolve_options(recipe: Recipe, request: Request,
     env = dict(request.env)
     values: dict[str, OptionValue] = {o.name: o.default for o in recipe.options}
     for o in recipe.options:
+        if o.legacy_env and env.get(o.legacy_env):
+            values[o.name] = parse_option_value(o, env[o.legacy_env],
+                                                f"environment {o.legacy_env}")
+            notes.append(f"{recipe.name}: {o.legacy_env} is deprecated; use -o "
+                         f"{recipe.name}:{o.name}={option_text(values[o.name])}")
         if o.env and env.get(o.env):
             values[o.name] = parse_option_value(o, env[o.env], f"environment {o.env}")
-            notes.append(f"{recipe.name}: {o.env} is deprecated; use -o {recipe.name}:{o.name}="
-                         f"{option_text(values[o.name])}")
     for ov in request.options:
         if ov.recipe and ov.recipe != recipe.name:
             continue
@@ -267,7 +270,9 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                                  f"add backends.{backend} to {dep.display}"))
                 continue
             dep_bt = build_type if build_type in dep.build_types else dep.build_types[0]
-            dep_py = python if dep.python.abi == "cpython" else ""
+            dep_py = ""
+            if dep.python.abi == "cpython":  # the dependent's Python, else the default one
+                dep_py = python or _pythons_for(dep, replace(request, pythons=()), host)[0]
             dv = variant_for(dep, dep_backend, dep_bt, dep_py)
             deps.append(dv)
             if dv.status == SKIP:
@@ -368,7 +373,7 @@ def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple
 
     names = {"HOME"}
     for r in recipes:
-        names.update(o.env for o in r.options if o.env)
+        names.update(n for o in r.options for n in (o.env, o.legacy_env) if n)
         texts = [r.install.root, r.install.layout, *(v for _, v in r.defines)]
         for t in r.tests:
             texts.extend(t.run)

@@ -118,6 +118,8 @@ class SubprocessRunner:
             finally:
                 timer.cancel()
                 self._current = None
+                if proc.stdout is not None:
+                    proc.stdout.close()
             if timed_out:
                 log.write(f"# timed out after {timeout:.0f}s\n")
             log.write(f"# exit code {rc}\n")

@@ -112,6 +112,16 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
             d.add(path, f"missing required key '{k}'",
                   f"add `{k}:` here" + (" (a quoted string)" if k == "version" else ""))
         return
+    if "propertyNames" in err.schema_path and v in ("enum", "pattern"):
+        bad = str(err.instance)
+        if v == "enum":
+            choices = [str(c) for c in err.validator_value]
+            d.add(path + (bad,), f"unknown name '{bad}'", _did_you_mean(bad, choices) or
+                  f"choose one of: {', '.join(choices)}", key=True)
+        else:
+            d.add(path + (bad,), f"invalid name '{bad}'",
+                  "use lowercase letters, digits and '_', starting with a letter", key=True)
+        return
     if v == "propertyNames":
         bad = err.instance if isinstance(err.instance, str) else str(err.instance)
         names = err.validator_value.get("enum") if isinstance(err.validator_value, dict) else None
@@ -340,7 +350,8 @@ def _option(name: str, spec: dict[str, Any]) -> m.Option:
 
     return m.Option(name, spec["type"], norm(spec["default"]),
                     tuple(norm(a) for a in spec.get("allowed", ())),
-                    spec.get("description", ""), spec.get("cmake", ""), spec.get("env", ""))
+                    spec.get("description", ""), spec.get("cmake", ""), spec.get("env", ""),
+                    spec.get("legacy_env", ""))
 
 
 def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,

@@ -1,0 +1,123 @@
+"""Real Conan 2 + CMake + Ninja (+ nvcc) builds of the fixture recipes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from builder.runner import RecordingRunner
+from builder.state import file_sha256
+from tests.functional.conftest import need
+
+pytestmark = pytest.mark.functional
+
+
+def installed(project: Path, recipe: str) -> list[Path]:
+    return sorted((project / ".builder" / "install" / recipe).glob("*/manifest.json"))
+
+
+def test_two_recipes_through_the_conan_cache(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    need("conan", "cmake", "ninja", "g++")
+    r = cli("build", "app", cwd=project)
+    assert r.code == 0, r.out + r.err
+    [manifest] = installed(project, "app")
+    data = json.loads(manifest.read_text())
+    exe = manifest.parent / "bin" / "app"
+    assert subprocess.run([exe, "you"], capture_output=True, text=True,
+                          check=True).stdout == "hello, you\n"
+    for f in data["files"]:  # the manifest describes exactly what is on disk
+        assert file_sha256(manifest.parent / f["path"]) == f["sha256"]
+    assert data["toolchains"]["conan"].startswith("2.")
+    # greet is in the project-local Conan cache, not ~/.conan2
+    conan_home = project / ".builder" / "conan"
+    listing = subprocess.run(["conan", "list", "greet/1.0.0:*", "--format=json"],
+                             env={"CONAN_HOME": str(conan_home), "PATH": _path()},
+                             capture_output=True, text=True, check=True).stdout
+    assert "greet/1.0.0" in listing
+
+    # Nothing changed: no command is started at all.
+    recorder = RecordingRunner()
+    r2 = cli("build", "app", cwd=project, runner=recorder)
+    assert r2.code == 0 and recorder.calls == [] and "nothing to do" in r2.out
+
+    # An option of the dependency changes both packages and the program's output.
+    r3 = cli("build", "app", "-o", "greet:loud=true", cwd=project)
+    assert r3.code == 0, r3.out + r3.err
+    loud = [m for m in installed(project, "app") if m != manifest]
+    assert len(loud) == 1
+    assert subprocess.run([loud[0].parent / "bin" / "app", "you"], capture_output=True,
+                          text=True, check=True).stdout == "HELLO, you!\n"
+
+    # A source change rebuilds.
+    src = project / "sources" / "greet" / "src" / "greet.cpp"
+    src.write_text(src.read_text().replace('"hello, "', '"hi, "'))
+    r4 = cli("build", "app", cwd=project)
+    assert r4.code == 0 and "configure" in r4.out
+
+
+def _path() -> str:
+    import os
+
+    return os.environ["PATH"]
+
+
+def test_failed_compile_reports_and_publishes_nothing(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    need("conan", "cmake", "ninja", "g++")
+    src = project / "sources" / "greet" / "src" / "greet.cpp"
+    src.write_text(src.read_text() + "\nthis is not C++;\n")
+    r = cli("build", "greet", cwd=project)
+    assert r.code == 1
+    assert "/build failed (exit code 1)" in r.err and "greet.cpp" in r.err
+    assert installed(project, "greet") == []
+
+
+def test_cuda_fixture_with_nvcc(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    need("conan", "cmake", "ninja", "nvcc")
+    r = cli("build", "vecadd", cwd=project)
+    assert r.code == 0, r.out + r.err
+    [manifest] = installed(project, "vecadd")
+    data = json.loads(manifest.read_text())
+    assert data["archs"] == ["sm_80", "sm_90"]
+    lib = manifest.parent / "lib" / "libvecadd.so"
+    # both archs are embedded in the fat binary
+    blob = lib.read_bytes()
+    assert b"sm_80" in blob and b"sm_90" in blob
+
+
+def test_per_arch_kernel_cache(project: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    need("nvcc")
+    root = tmp_path / "kroot"
+    r = cli("build", "kern", "-o", f"root={root}", cwd=project)
+    assert r.code == 0, r.out + r.err
+    tree = root / "cuda"
+    assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.ptx")) == [
+        "scale/sm_75.ptx", "scale/sm_80.ptx", "tile/sm_80.ptx"]
+    manifest = json.loads((tree / "manifest.json").read_text())
+    a = manifest["artifacts"][0]
+    assert a["toolchain"].startswith("nvcc ") and a["ptx_isa"] and a["min_driver"]
+    assert a["sha256"] == file_sha256(tree / a["path"])
+
+    recipe = project / "recipes" / "kern.yaml"
+    recipe.write_text(recipe.read_text().replace("[sm_75, sm_80]", "[sm_80, sm_90]"))
+    r2 = cli("build", "kern", "-o", f"root={root}", cwd=project)
+    assert r2.code == 0, r2.out + r2.err
+    ran = [line.split()[-2] for line in r2.out.splitlines() if " done " in line]
+    assert sorted(x.rsplit("/", 1)[1] for x in ran) == [
+        "kernel:scale:sm_90", "kernel:tile:sm_90", "publish"]
+    assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.ptx")) == [
+        "scale/sm_80.ptx", "scale/sm_90.ptx", "tile/sm_80.ptx", "tile/sm_90.ptx"]
+
+
+def test_failed_kernel_compile_yields_no_artifact(project: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    need("nvcc")
+    src = project / "sources" / "kern" / "tile.cu"
+    src.write_text(src.read_text() + "\nsyntax error here\n")
+    root = tmp_path / "kroot"
+    r = cli("build", "kern", "-o", f"root={root}", cwd=project)
+    assert r.code == 1 and "kernel:tile:sm_80 failed" in r.err
+    assert not (root / "cuda").exists()
+    leftovers = list((project / ".builder" / "kernels").glob("*.partial"))
+    assert leftovers == []

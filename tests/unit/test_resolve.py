@@ -1,0 +1,173 @@
+"""The resolver: pure, deterministic, golden-tested."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from builder.errors import UnsupportedError, UsageError
+from builder.plan import BUILD, CACHED, SKIP, BuildPlan
+from builder.recipes import RecipeSet
+from builder.resolve import OptionOverride, Request, resolve
+from builder.state import read_state
+from builder.workspace import Workspace
+from tests.conftest import REPO, host
+
+GOLDEN = REPO / "tests" / "golden"
+ENV = (("HOME", "/home/user"),)
+
+
+def plan_for(project: Path, names: list[str], facts: str, **req: object) -> BuildPlan:
+    ws = Workspace.at(project)
+    rs = RecipeSet.load(ws.recipes_dir)
+    roots = rs.select(names, ws.recipes_dir)
+    request = Request(env=ENV, **req)  # type: ignore[arg-type]
+    return resolve(roots, rs, request, host(facts), read_state(ws, rs.closure(roots)), ws)
+
+
+def normalized(plan: BuildPlan, project: Path) -> str:
+    text = json.dumps(plan.to_json(), indent=1, sort_keys=True)
+    return text.replace(str(project.resolve()), "$PROJECT") + "\n"
+
+
+@pytest.mark.parametrize("facts", ["linux-cuda13", "h100", "macos-m2"])
+def test_golden_plans(project: Path, facts: str, update_goldens: bool) -> None:
+    plan = plan_for(project, ["app", "vecadd", "kern"], facts)
+    got = normalized(plan, project)
+    golden = GOLDEN / f"plan-{facts}.json"
+    if update_goldens:
+        golden.write_text(got)
+    assert golden.exists(), "run pytest --update-goldens once to create the golden file"
+    assert got == golden.read_text(), f"plan changed; review and run --update-goldens ({golden})"
+
+
+def test_resolve_is_pure_and_round_trips(project: Path) -> None:
+    a = plan_for(project, ["app"], "linux-cuda13")
+    b = plan_for(project, ["app"], "linux-cuda13")
+    assert a == b
+    assert BuildPlan.from_json(json.loads(json.dumps(a.to_json()))) == a
+
+
+def test_dependency_order_and_conan_wiring(project: Path) -> None:
+    plan = plan_for(project, ["app"], "linux-cuda13")
+    assert [v.recipe for v in plan.variants] == ["greet", "app"]
+    app = plan.variants[1]
+    render = plan.step(f"{app.id}/render")
+    assert render.deps == (f"{plan.variants[0].id}/publish",)
+    conanfile = next(t for p, t in json.loads(render.param("files")).items()
+                     if p.endswith("conanfile.py"))
+    assert "requires = ('greet/1.0.0',)" in conanfile
+    assert "'greet/*:loud': 'False'" in conanfile
+
+
+def test_option_override_changes_keys_of_dependents(project: Path) -> None:
+    base = plan_for(project, ["app"], "linux-cuda13")
+    loud = plan_for(project, ["app"], "linux-cuda13",
+                    options=(OptionOverride("greet", "loud", "yes"),))
+    assert base.variants[0].key != loud.variants[0].key
+    assert base.variants[1].key != loud.variants[1].key
+    configure = loud.step(f"{loud.variants[0].id}/configure")
+    assert "-DGREET_LOUD=ON" in configure.commands[0]
+
+
+def test_bad_option_values(project: Path) -> None:
+    with pytest.raises(UsageError, match="option 'loud' is a bool"):
+        plan_for(project, ["greet"], "linux-cuda13",
+                 options=(OptionOverride("greet", "loud", "maybe"),))
+    with pytest.raises(UsageError, match="has no option 'volume'"):
+        plan_for(project, ["greet"], "linux-cuda13",
+                 options=(OptionOverride("greet", "volume", "3"),))
+
+
+def test_cached_when_installed(project: Path) -> None:
+    plan = plan_for(project, ["greet"], "linux-cuda13")
+    ws = Workspace.at(project)
+    rs = RecipeSet.load(ws.recipes_dir)
+    state = replace(read_state(ws, rs.recipes), installed=frozenset({plan.variants[0].key}))
+    again = resolve(rs.select(["greet"], ws.recipes_dir), rs, Request(env=ENV),
+                    host("linux-cuda13"), state, ws)
+    assert again.variants[0].status == CACHED
+    assert {s.status for s in again.steps} == {CACHED}
+
+
+def test_skip_has_reason_and_fix(project: Path) -> None:
+    plan = plan_for(project, ["vecadd"], "macos-m2")
+    v = plan.variants[0]
+    assert (v.status, v.reason) == (SKIP, "cuda: CUDA is not available on macOS")
+    assert all(s.status == SKIP for s in plan.steps)
+    # the plan still shows the exact commands
+    assert plan.step(f"{v.id}/configure").commands[0][1:3] == ("-S", str(
+        (project / "sources" / "vecadd").resolve()))
+
+
+def test_unsupported_arch_is_located_error_or_visible_skip(project: Path) -> None:
+    recipe = project / "recipes" / "kern.yaml"
+    recipe.write_text(recipe.read_text().replace("[sm_75, sm_80]", "[sm_70, sm_75, sm_80]"))
+    with pytest.raises(UnsupportedError) as e:
+        plan_for(project, ["kern"], "linux-cuda13")
+    text = e.value.render()
+    assert "kern.yaml:15:13: backends.cuda.archs[0]: sm_70: not supported by nvcc 13.0" in text
+    assert "--skip-unsupported" in text
+    plan = plan_for(project, ["kern"], "linux-cuda13", skip_unsupported=True)
+    skipped = [s for s in plan.steps if s.status == SKIP]
+    assert [s.id.rsplit("/", 1)[1] for s in skipped] == ["kernel:scale:sm_70"]
+
+
+def test_per_kernel_min_arch_and_layout(project: Path) -> None:
+    plan = plan_for(project, ["kern"], "linux-cuda13")
+    ids = [s.id.rsplit("/", 1)[1] for s in plan.steps]
+    assert ids == ["kernel:scale:sm_75", "kernel:scale:sm_80", "kernel:tile:sm_80", "publish"]
+    publish = plan.steps[-1]
+    paths = [a["path"] for a in json.loads(publish.param("artifacts"))]
+    assert paths == ["cuda/scale/sm_75.ptx", "cuda/scale/sm_80.ptx", "cuda/tile/sm_80.ptx"]
+    assert publish.param("root") == "/home/user/.kern-kernels"
+
+
+def test_adding_an_arch_keeps_the_other_artifact_keys(project: Path) -> None:
+    before = plan_for(project, ["kern"], "linux-cuda13")
+    recipe = project / "recipes" / "kern.yaml"
+    recipe.write_text(recipe.read_text().replace("[sm_75, sm_80]", "[sm_75, sm_80, sm_90]"))
+    after = plan_for(project, ["kern"], "linux-cuda13")
+    keys_before = {s.id.rsplit("/", 1)[1]: s.inputs_hash for s in before.steps if
+                   s.kind == "kernel"}
+    keys_after = {s.id.rsplit("/", 1)[1]: s.inputs_hash for s in after.steps if
+                  s.kind == "kernel"}
+    assert {k: keys_after[k] for k in keys_before} == keys_before
+    assert set(keys_after) - set(keys_before) == {"kernel:scale:sm_90", "kernel:tile:sm_90"}
+
+
+def test_python_abi_none_builds_once_for_every_python(project: Path) -> None:
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + 'python:\n  versions: ["3.10", "3.11", "3.12"]\n'
+                      "test:\n  - name: import\n    run: ['${python}', -c, 'print(1)']\n")
+    plan = plan_for(project, ["greet"], "linux-cuda13", pythons=("all",))
+    assert len(plan.variants) == 1 and plan.variants[0].python == ""
+    tests = [s.id.rsplit("/", 1)[1] for s in plan.steps if s.kind == "test"]
+    assert tests == ["test:import@py3.10", "test:import@py3.11", "test:import@py3.12"]
+    builds = [s for s in plan.steps if s.kind == "build"]
+    assert len(builds) == 1 and builds[0].status == BUILD
+
+
+def test_python_abi_cpython_builds_per_python(project: Path) -> None:
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + 'python:\n  versions: ["3.11", "3.12"]\n  abi: cpython\n')
+    plan = plan_for(project, ["greet"], "linux-cuda13", pythons=("all",))
+    assert [v.python for v in plan.variants] == ["3.11", "3.12"]
+    configure = plan.step(f"{plan.variants[1].id}/configure").commands[0]
+    assert "-DPython_EXECUTABLE=/opt/python/3.12.1/bin/python3.12" in configure
+
+
+def test_missing_python_requirement_is_a_skip_with_the_install_command(project: Path) -> None:
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + "requires:\n  python: ['torch>=2.0']\n"
+                      'python:\n  versions: ["3.12"]\n')
+    plan = plan_for(project, ["greet"], "linux-cuda13")
+    v = plan.variants[0]
+    assert v.status == SKIP
+    assert v.reason.startswith("torch is not installed for Python 3.12")
+    assert "pip install torch==2.13.0" in v.fix
+    old = plan_for(project, ["greet"], "h100", pythons=("3.12",))
+    assert old.variants[0].status == BUILD  # torch 2.11 satisfies >=2.0
