@@ -120,7 +120,7 @@ def load_host_facts(path: Path) -> HostFacts:
                                       f"invalid JSON: {exc.msg}")]) from None
     if not isinstance(data, dict):
         raise RecipeError([Diagnostic(Location(str(path)), "", "expected a JSON object")])
-    return HostFacts.from_json(data, str(path))
+    return HostFacts.from_json(data, path.name)
 
 
 # ---------------------------------------------------------------------------- probing
