@@ -58,3 +58,17 @@ def markdown() -> str:
     _rows(root, root, "", out, 0)
     out += ["", END]
     return "\n".join(out) + "\n"
+
+
+def update(readme: str) -> str:
+    """``readme`` with its reference block replaced by the current one."""
+    start, end = readme.index(BEGIN), readme.index(END) + len(END) + 1
+    return readme[:start] + markdown() + readme[end:]
+
+
+if __name__ == "__main__":  # python -m builder.docs README.md
+    import sys
+    from pathlib import Path
+
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    target.write_text(update(target.read_text(encoding="utf-8")), encoding="utf-8")

@@ -189,6 +189,44 @@ class Executor:
         if not (home / "global.conf").exists():
             _atomic_write(home / "global.conf", "core:non_interactive=True\n")
 
+    def _do_fetch(self, step: Step) -> None:
+        from . import fetch
+
+        dest, partial = Path(step.param("dest")), Path(step.param("partial"))
+        if fetch.is_fetched(dest):
+            return
+        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            if step.param("kind") == "url":
+                archive = dest.with_name(dest.name + ".download")
+                try:
+                    fetch.download(step.param("location"), archive, step.param("sha256"))
+                    fetch.extract(archive, partial)
+                finally:
+                    archive.unlink(missing_ok=True)
+                fetch.strip_single_top(partial)
+            try:
+                self._commands(step)  # git clone + checkout, then patches
+            except StepFailed as failed:
+                if "patch" in Path(failed.argv[0]).name:
+                    failed.explanation = "a patch does not apply cleanly to this source"
+                raise
+            if step.param("kind") == "git":
+                from .runner import capture
+
+                rc, head = capture(["git", "-C", str(partial), "rev-parse", "HEAD"])
+                if rc != 0 or head.strip() != step.param("rev"):
+                    raise fetch.FetchError(f"{step.param('location')}: checked out "
+                                           f"{head.strip()!r}, expected {step.param('rev')}")
+            fetch.write_marker(partial, {k: step.param(k) for k in
+                                         ("kind", "location", "rev", "sha256")})
+            _replace_dir(partial, dest)
+        except fetch.FetchError as exc:
+            raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
+                             str(exc)) from None
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+
     def _do_stage(self, step: Step) -> None:
         clean = step.param("clean")
         if clean:

@@ -128,6 +128,7 @@ class TestSpec:
     backends: tuple[str, ...] = ()
     devices: tuple[tuple[str, str], ...] = ()
     timeout: int = 1800
+    needs_gpu: bool = False
 
     def device_for(self, backend: str) -> str:
         return dict(self.devices).get(backend, backend)

@@ -62,6 +62,7 @@ class State:
     installed: frozenset[str] = frozenset()  # variant keys with a complete install
     kernel_artifacts: frozenset[str] = frozenset()  # artifact keys in the kernel cache
     kernel_installs: tuple[tuple[str, str], ...] = ()  # (install folder, variant key)
+    fetched: frozenset[str] = frozenset()  # keys of complete git/url source folders
     notes: tuple[str, ...] = field(default=())
 
 
@@ -277,7 +278,10 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
             deps.append(dv)
             if dv.status == SKIP:
                 problems.append((f"requires {dep.name}, which is skipped: {dv.reason}", dv.fix))
-        src_digest = [sources.get(s.location, "") for s in recipe.sources]
+        file_digests = dict(state.file_digests)
+        src_digest = [sources.get(s.location, "") or s.rev or s.sha256 for s in
+                      recipe.sources] + [file_digests.get(p, "") for s in recipe.sources
+                                         for p in s.patches]
         tools = {t: (host.tool(t).version if host.tool(t) else "")  # type: ignore[union-attr]
                  for t in ("cmake", "cxx", "conan", *([be.tool] if be.tool else []))}
         py_info = host.python(py_for_build) if py_for_build else None
@@ -303,8 +307,8 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         ctx = VariantContext(recipe=recipe, variant=variant, host=host, ws=ws, jobs=jobs,
                              options=options, python=py_info, deps=tuple(
                                  (d, recipes.by_name[d.recipe]) for d in deps),
-                             file_digests=dict(state.file_digests),
-                             kernel_artifacts=state.kernel_artifacts,
+                             file_digests=file_digests,
+                             kernel_artifacts=state.kernel_artifacts, fetched=state.fetched,
                              kernel_installs=dict(state.kernel_installs),
                              skipped_archs=tuple(skipped_archs), env=dict(request.env),
                              test_pythons=tuple(_pythons_for(recipe, request, host))

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .fetch import is_fetched
 from .model import Recipe
 from .resolve import State
 from .workspace import Workspace
@@ -76,6 +77,10 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
         for s in r.sources:
             if s.kind == "path" and s.location not in source_digests:
                 source_digests[s.location] = tree_digest(Path(s.location))
+        for s in r.sources:
+            for patch in s.patches:
+                if patch not in file_digests and Path(patch).is_file():
+                    file_digests[patch] = file_sha256(Path(patch))
         if r.kernels and r.sources and r.sources[0].kind == "path":
             base = Path(r.sources[0].location) / r.sources[0].subdir
             for k in r.kernels:
@@ -100,7 +105,10 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
         data = read_manifest(Path(tree) / "manifest.json")
         if data and data.get("key") == key and manifest_complete(Path(tree), data):
             kernel_installs[tree] = str(key)
-    return State(source_digests=tuple(sorted(source_digests.items())),
+    fetched: set[str] = set()
+    if (ws.state / "sources").is_dir():
+        fetched = {p.name for p in (ws.state / "sources").iterdir() if is_fetched(p)}
+    return State(fetched=frozenset(fetched), source_digests=tuple(sorted(source_digests.items())),
                  file_digests=tuple(sorted(file_digests.items())),
                  installed=frozenset(installed), kernel_artifacts=frozenset(artifacts),
                  kernel_installs=tuple(sorted(kernel_installs.items())))

@@ -20,6 +20,7 @@ from . import render
 from .host import HostFacts, PythonInfo
 from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe
 from .plan import BUILD, CACHED, SKIP, Step, Variant
+from .fetch import source_key
 from .subst import substitute
 from .workspace import Workspace
 
@@ -40,6 +41,7 @@ class VariantContext:
     file_digests: dict[str, str]
     kernel_artifacts: frozenset[str]
     kernel_installs: dict[str, str]
+    fetched: frozenset[str]
     skipped_archs: tuple[tuple[str, str, str], ...]
     env: dict[str, str]
     test_pythons: tuple[str, ...]
@@ -48,11 +50,19 @@ class VariantContext:
     def vdir(self) -> str:
         return self.variant.id.split("/", 1)[1]
 
+    def fetched_dir(self) -> Path | None:
+        """Where a git/url source is fetched to (None for a local folder)."""
+        src = self.recipe.sources[0]
+        if src.kind == "path":
+            return None
+        digests = tuple(self.file_digests.get(p, "") for p in src.patches)
+        return self.ws.state / "sources" / source_key(src.kind, src.location, src.rev,
+                                                      src.sha256, digests)
+
     def source_root(self) -> str:
         src = self.recipe.sources[0]
-        base = src.location if src.kind == "path" else str(
-            self.ws.state / "sources" / hashlib.sha256(
-                (src.location + src.rev + src.sha256).encode()).hexdigest()[:16])
+        fetched = self.fetched_dir()
+        base = src.location if fetched is None else str(fetched)
         return str(Path(base) / src.subdir) if src.subdir else base
 
     def values(self, **extra: str) -> dict[str, str]:
@@ -90,7 +100,10 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _test_steps(ctx: VariantContext, after: str, prefix_value: str) -> list[Step]:
+def _test_steps(ctx: VariantContext, after: str, prefix_value: str
+                ) -> tuple[list[Step], str]:
+    """The recipe's test steps for this variant, chained, and the id the next step
+    should wait for (a GPU-only test skipped here is not waited for)."""
     v = ctx.variant
     status, reason, fix = _status(v)
     out: list[Step] = []
@@ -110,14 +123,45 @@ def _test_steps(ctx: VariantContext, after: str, prefix_value: str) -> list[Step
             sid = f"{v.id}/test:{t.name}" + (f"@py{py}" if py and len(ctx.test_pythons) > 1
                                                 else "")
             st, rs, fx = (status, reason, fix)
+            optional = False
             if uses_python and info is None:
                 st, rs, fx = SKIP, f"no Python {py} interpreter found", f"pyenv install {py}"
+            elif st == BUILD and t.needs_gpu and v.backend != "cpu" and not ctx.host.gpus:
+                st, rs, fx = (SKIP, f"needs a {v.backend} GPU; none is visible on this host",
+                              "run the build on a machine with a GPU")
+                optional = True
             out.append(Step(id=sid, kind="test", variant=v.id, commands=(argv,), env=env,
                             cwd=vals["build"] if ctx.recipe.build_system == "cmake"
                             else vals["source"], deps=(prev,), status=st, reason=rs, fix=fx,
                             timeout=t.timeout, inputs_hash=_digest(v.key, sid.split("/")[-1])))
-            prev = sid
-    return out
+            if not optional:  # a GPU-only test skipped here does not hold the build back
+                prev = sid
+    return out, prev
+
+
+def fetch_steps(ctx: VariantContext) -> list[Step]:
+    """The step that brings a git or url source into ``.builder/sources/<key>``."""
+    dest = ctx.fetched_dir()
+    if dest is None:
+        return []
+    src, v, host = ctx.recipe.sources[0], ctx.variant, ctx.host
+    partial = str(dest) + ".partial"
+    commands: list[tuple[str, ...]] = []
+    if src.kind == "git":
+        git = _tool(host, "git", "git")
+        commands += [(git, "clone", "--quiet", "--no-checkout", src.location, partial),
+                     (git, "-C", partial, "checkout", "--quiet", "--detach", src.rev)]
+    patch = _tool(host, "patch", "patch")
+    commands += [(patch, "-p1", "--forward", "--batch", "-d", partial, "-i", p)
+                 for p in src.patches]
+    status, reason, fix = _status(v)
+    if status == BUILD and dest.name in ctx.fetched:
+        status = CACHED
+    return [Step(id=f"{v.id}/fetch", kind="fetch", variant=v.id, commands=tuple(commands),
+                 cwd=str(ctx.ws.state), outputs=(str(dest),), status=status, reason=reason,
+                 fix=fix, inputs_hash=dest.name, timeout=1800,
+                 params=(("kind", src.kind), ("location", src.location), ("rev", src.rev),
+                         ("sha256", src.sha256), ("dest", str(dest)), ("partial", partial)))]
 
 
 def cmake_steps(ctx: VariantContext) -> list[Step]:
@@ -173,9 +217,10 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     cmake = _tool(host, "cmake", "cmake")
     conan_env = (("CONAN_HOME", str(ws.conan_home)),)
     profile = str(bdir / "conan" / "profile")
-    pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps)
+    fetch = fetch_steps(ctx)
+    pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps) + tuple(f.id for f in fetch)
     sid = v.id
-    steps = [
+    steps = [*fetch,
         Step(id=f"{sid}/render", kind="render", variant=sid, deps=pre,
              outputs=tuple(files), status=status, reason=reason, fix=fix,
              params=(("files", json.dumps(files, sort_keys=True)),)),
@@ -203,9 +248,8 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              cwd=str(bdir), deps=(f"{sid}/build",), outputs=(str(stage),), status=status,
              reason=reason, fix=fix, params=(("clean", str(stage)),), timeout=600),
     ]
-    tests = _test_steps(ctx, f"{sid}/stage", str(stage))
+    tests, last = _test_steps(ctx, f"{sid}/stage", str(stage))
     steps.extend(tests)
-    last = tests[-1].id if tests else f"{sid}/stage"
     steps.append(Step(id=f"{sid}/export", kind="export", variant=sid,
                       commands=((conan, "export-pkg", str(bdir / "conan"), "-pr:a", profile,
                                  "-nr"),),
@@ -297,6 +341,9 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
                 artifacts.append({"kernel": k.name, "arch": arch, "path": layout,
                                   "cache": str(entry / f"{arch}.{ext}"), "key": key,
                                   **be.artifact_facts(arch, host)})
+    fetch = fetch_steps(ctx)
+    if fetch:
+        steps = [replace(st, deps=(*st.deps, fetch[0].id)) for st in steps]
     status, reason, fix = _status(v)
     if status == BUILD and ctx.kernel_installs.get(str(tree)) == v.key and \
             all(s.status != BUILD for s in steps):
@@ -306,6 +353,6 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
                    status=status, reason=reason, fix=fix, inputs_hash=v.key,
                    params=(("tree", str(tree)), ("root", str(root)),
                            ("artifacts", json.dumps(artifacts, sort_keys=True))))
-    tests = _test_steps(ctx, publish.id, str(tree))
-    return [*steps, publish, *tests]
+    tests, _ = _test_steps(ctx, publish.id, str(tree))
+    return [*fetch, *steps, publish, *tests]
 

@@ -287,11 +287,14 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
         for b, arch in (k.get("min_arch") or {}).items():
             if not backend_registry.get(b).arch_belongs(arch):
                 d.add(("kernels", kname, "min_arch", b), f"'{arch}' is not a {b} architecture")
-    for i, src in enumerate(_sources(data)):
+    for src in _sources(data):
+        for j, patch in enumerate(src.get("patches") or ()):
+            if not (recipe_dir / patch).is_file():
+                d.add(("source", "patches", j), f"patch file '{patch}' does not exist",
+                      "patch paths are relative to the recipe file's folder")
         if "path" in src:
             p = (recipe_dir / src["path"]).resolve()
-            where: PathKey = ("source", "path") if isinstance(data["source"], dict) \
-                else ("source", i, "path")
+            where: PathKey = ("source", "path")
             if not p.is_relative_to(project_root):
                 d.add(where, f"'{src['path']}' leaves the recipe's project ({project_root})",
                       "keep path sources inside the project; use git or url sources for "
@@ -300,7 +303,7 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
                 d.add(where, f"source folder '{src['path']}' does not exist ({p})",
                       "the path is relative to the recipe file's folder")
         if "git" in src and not _is_full_rev(src.get("rev", "")):
-            where = ("source", "rev") if isinstance(data["source"], dict) else ("source", i, "rev")
+            where = ("source", "rev")
             d.add(where, f"rev '{src.get('rev')}' is not a full commit id",
                   "pin a full 40-hex commit (`git rev-parse BRANCH`); branches and tags move")
 
@@ -310,8 +313,7 @@ def _is_full_rev(rev: str) -> bool:
 
 
 def _sources(data: dict[str, Any]) -> list[dict[str, Any]]:
-    s = data["source"]
-    return [s] if isinstance(s, dict) else list(s)
+    return [data["source"]]
 
 
 def project_root_of(recipe_file: Path) -> Path:
@@ -359,17 +361,18 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
     recipe_dir = file.resolve().parent
     sources = []
     for src in _sources(data):
+        patches = tuple(str((recipe_dir / p).resolve()) for p in src.get("patches", ()))
         if "path" in src:
             sources.append(m.Source("path", str((recipe_dir / src["path"]).resolve()),
-                                    patches=tuple(src.get("patches", ())),
+                                    patches=patches,
                                     subdir=src.get("subdir", "")))
         elif "git" in src:
             sources.append(m.Source("git", src["git"], rev=src["rev"],
-                                    patches=tuple(src.get("patches", ())),
+                                    patches=patches,
                                     subdir=src.get("subdir", "")))
         else:
             sources.append(m.Source("url", src["url"], sha256=src["sha256"],
-                                    patches=tuple(src.get("patches", ())),
+                                    patches=patches,
                                     subdir=src.get("subdir", "")))
     build = data.get("build") or {}
     mem = data.get("memory") or {}
@@ -405,7 +408,8 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
                             py.get("package", "python")),
         tests=tuple(m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
                                tuple(t.get("backends", ())),
-                               tuple((t.get("devices") or {}).items()), t.get("timeout", 1800))
+                               tuple((t.get("devices") or {}).items()), t.get("timeout", 1800),
+                               bool(t.get("needs_gpu", False)))
                     for t in data.get("test") or ()),
         install=m.InstallSpec(inst.get("root", ""),
                               inst.get("layout", m.InstallSpec().layout)),
