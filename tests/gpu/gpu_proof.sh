@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# GPU proof, run on a machine with an NVIDIA GPU (the device tool's H100/H200):
+# builds the cuda backends of llaisys and gllm-kernels *through builder*, whose
+# recipe test steps then run on the GPU:
+#   llaisys:      pytest --device nvidia for all eight ops + runtime, and a CUDA-event
+#                 timing line per op (test:gpu-timing)
+#   gllm-kernels: every artifact loaded through gllm_kernels and compared with torch
+#                 (test:gpu-check prints the max-abs-error table)
+# Usage: bash tests/gpu/gpu_proof.sh            (writes its logs to $OUT or /tmp/gpu-proof)
+# Wheels for what the GPU machine lacks (jsonschema, conan, …) are taken from .whl/.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/gpu-proof}
+mkdir -p "$out"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
+fi
+export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
+nvidia-smi -L
+python3 -m builder host 2>&1 | tee "$out/host.txt"
+python3 -m builder plan llaisys gllm-kernels --backend cuda --no-commands \
+  -o kernels_root=/tmp/gllm-kernels 2>&1 | tee "$out/plan.txt"
+python3 -m builder build llaisys gllm-kernels --backend cuda -o kernels_root=/tmp/gllm-kernels \
+  2>&1 | tee "$out/build.txt"
+rc=${PIPESTATUS[0]}
+for f in .builder/logs/*test*.log; do echo "===== $f"; cat "$f"; done > "$out/test-logs.txt"
+echo "builder build exit code: $rc"
+exit "$rc"
