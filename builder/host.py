@@ -281,11 +281,12 @@ def _probe_pythons(cache: _ProbeCache, packages: tuple[str, ...]) -> tuple[Pytho
     seen_real: set[str] = set()
     by_version: dict[str, PythonInfo] = {}
     for exe in _python_candidates():
-        real = os.path.realpath(exe)
+        # Probe the path as found, not its realpath: a virtual environment's python is a
+        # symlink to the base interpreter, and only the link sees the venv's packages.
+        real = os.path.abspath(exe)
         if real in seen_real or not os.access(real, os.X_OK) or "/shims/" in real:
-            continue
+            continue  # pyenv shims are scripts that fail for non-global versions
         seen_real.add(real)
-        # pyenv shims are scripts that fail for non-global versions: probe the real file.
         key = cache.key("python", real, ",".join(packages))
         hit = cache.get(key)
         if hit is not None and hit.get("purelib") and \
