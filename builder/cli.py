@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-C", "--project", type=Path, default=None, metavar="DIR",
                    help="project folder holding recipes/ (default: the current folder or the "
                         "nearest parent with a recipes/ folder)")
+    p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                   help="where builds, caches, logs and the Conan home live (default: "
+                        "$BUILDER_STATE_DIR, else <project>/.builder)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     v = sub.add_parser("validate", help="check recipes against the schema and each other",
@@ -306,7 +309,9 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     parser = _parser()
     args = parser.parse_args(argv)
     root = args.project or find_project(Path.cwd())
-    ws = Workspace.at(root)
+    state = args.state_dir or (Path(os.environ["BUILDER_STATE_DIR"])
+                               if os.environ.get("BUILDER_STATE_DIR") else None)
+    ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
                 "build": cmd_build, "schema": cmd_schema}
     try:

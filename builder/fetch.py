@@ -38,6 +38,9 @@ def source_key(kind: str, location: str, rev: str, sha256: str,
 def download(url: str, dest: Path, expected: str) -> None:
     """Download ``url`` to ``dest``, verifying its sha256 (the file is removed on mismatch)."""
     h = hashlib.sha256()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not url.startswith(("https://", "http://", "file://")):
+        raise FetchError(f"unsupported URL scheme in {url} (use https:// or file://)")
     try:
         with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as out:  # noqa: S310 - recipes may use file:// and https:// only (checked below)
             for chunk in iter(lambda: resp.read(1 << 20), b""):

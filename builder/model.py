@@ -87,6 +87,7 @@ class BackendSpec:
     os: tuple[str, ...] = ()
     flags: FlagLayers = FlagLayers()
     defines: tuple[tuple[str, str], ...] = ()
+    formats: tuple[str, ...] = ()  # kernel artifact formats; () = the backend's default
 
 
 @dataclass(frozen=True)

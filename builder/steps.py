@@ -303,7 +303,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
               spec.flags.for_build_type(v.build_type)).get(lang)
     root = kernels_root(ctx)
     tree = root / v.backend
-    ext = be.kernel_ext()
+    formats = spec.formats or be.kernel_formats()[:1]
     tool = host.tool(be.tool) if be.tool else None
     skipped = {a: (rs, fx) for a, rs, fx in ctx.skipped_archs}
     steps: list[Step] = []
@@ -319,28 +319,31 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
         for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
             if floor and be.arch_order(arch) < be.arch_order(floor):
                 continue
-            key = _digest("kernel-1", v.backend, k.name, arch, digest, flags,
-                          tool.version if tool else "")
-            entry = ctx.ws.kernel_cache / key[:20]
-            partial = Path(str(entry) + ".partial")
-            kc = be.kernel_command(src, arch, str(partial / f"{arch}.{ext}"), flags, host)
-            status, reason, fix = _status(v)
-            if arch in skipped:
-                status, (reason, fix) = SKIP, skipped[arch]
-            elif status == BUILD and key[:20] in ctx.kernel_artifacts:
-                status = CACHED
-            steps.append(Step(
-                id=f"{v.id}/kernel:{k.name}:{arch}", kind="kernel", variant=v.id,
-                commands=kc.commands, env=kc.env, cwd=ctx.source_root(), inputs_hash=key,
-                outputs=(str(entry / f"{arch}.{ext}"),), status=status, reason=reason,
-                fix=fix, params=(("partial", str(partial)), ("entry", str(entry))),
-                timeout=1800))
-            if arch not in skipped:
-                layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
-                                                                  ext=ext))
-                artifacts.append({"kernel": k.name, "arch": arch, "path": layout,
-                                  "cache": str(entry / f"{arch}.{ext}"), "key": key,
-                                  **be.artifact_facts(arch, host)})
+            for fmt in formats:
+                key = _digest("kernel-1", v.backend, k.name, arch, fmt, digest, flags,
+                              tool.version if tool else "")
+                entry = ctx.ws.kernel_cache / key[:20]
+                partial = Path(str(entry) + ".partial")
+                kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host,
+                                       fmt)
+                status, reason, fix = _status(v)
+                if arch in skipped:
+                    status, (reason, fix) = SKIP, skipped[arch]
+                elif status == BUILD and key[:20] in ctx.kernel_artifacts:
+                    status = CACHED
+                suffix = f":{fmt}" if len(formats) > 1 else ""
+                steps.append(Step(
+                    id=f"{v.id}/kernel:{k.name}:{arch}{suffix}", kind="kernel", variant=v.id,
+                    commands=kc.commands, env=kc.env, cwd=ctx.source_root(),
+                    inputs_hash=key, outputs=(str(entry / f"{arch}.{fmt}"),), status=status,
+                    reason=reason, fix=fix, params=(("partial", str(partial)),
+                                                    ("entry", str(entry))), timeout=1800))
+                if arch not in skipped:
+                    layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
+                                                                      ext=fmt))
+                    artifacts.append({"kernel": k.name, "arch": arch, "format": fmt,
+                                      "path": layout, "cache": str(entry / f"{arch}.{fmt}"),
+                                      "key": key, **be.artifact_facts(arch, host)})
     fetch = fetch_steps(ctx)
     if fetch:
         steps = [replace(st, deps=(*st.deps, fetch[0].id)) for st in steps]

@@ -140,7 +140,10 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
             hint = f"quote the version: version: \"{err.instance}\" (YAML reads {err.instance} " \
                    f"as a number)"
         elif isinstance(err.instance, (int, float)) and want == "string":
-            hint = f"quote it: \"{err.instance}\""
+            loc = d.pos.location(path)
+            raw = d.pos.line_text(loc.line)[max(loc.col - 1, 0):].split("#")[0]
+            raw = raw.strip().rstrip(",]}").strip() or str(err.instance)
+            hint = f"quote it: \"{raw}\" (YAML reads it as a number)"
         d.add(path, f"expected {want_s}, got {_type_name(err.instance)}", hint)
         return
     if v == "enum":
@@ -234,6 +237,10 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
         for k, v in (spec.get("defines") or {}).items():
             if isinstance(v, str):
                 _check_substitutions(v, ("backends", bname, "defines", k), d, opt_names)
+        for i, fmt in enumerate(spec.get("formats") or ()):
+            if fmt not in be.kernel_formats():
+                d.add(("backends", bname, "formats", i), f"'{fmt}' is not a {bname} kernel "
+                      f"format", f"{bname} formats: {', '.join(be.kernel_formats()) or 'none'}")
     for k, v in (data.get("defines") or {}).items():
         if isinstance(v, str):
             _check_substitutions(v, ("defines", k), d, opt_names)
@@ -389,7 +396,8 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         backends=tuple(m.BackendSpec(
             name=b, tools=tuple((spec.get("tools") or {}).items()),
             archs=tuple(spec.get("archs") or ()), os=tuple(spec.get("os") or ()),
-            flags=_layers(spec.get("flags")), defines=_defines(spec.get("defines")))
+            flags=_layers(spec.get("flags")), defines=_defines(spec.get("defines")),
+            formats=tuple(spec.get("formats") or ()))
             for b, spec in data["backends"].items()),
         flags=_layers(data.get("flags")), defines=_defines(data.get("defines")),
         memory=m.Memory(

@@ -62,10 +62,12 @@ class Backend(Protocol):
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         """Defines every CMake variant of this backend gets."""
 
-    def kernel_ext(self) -> str: ...
+    def kernel_formats(self) -> tuple[str, ...]:
+        """Artifact formats a kernel can be compiled to; the first is the default.
+        The format is also the file extension."""
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts) -> KernelCommand: ...
+                       host: HostFacts, fmt: str) -> KernelCommand: ...
 
     def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
         """Facts recorded in the manifest for an artifact (ISA version, min driver…)."""

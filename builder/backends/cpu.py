@@ -34,11 +34,11 @@ class CpuBackend:
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {}
 
-    def kernel_ext(self) -> str:
-        return "o"
+    def kernel_formats(self) -> tuple[str, ...]:
+        return ()
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts) -> KernelCommand:
+                       host: HostFacts, fmt: str) -> KernelCommand:
         raise NotImplementedError("cpu has no standalone kernels")
 
     def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:

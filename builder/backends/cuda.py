@@ -105,14 +105,19 @@ class CudaBackend:
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {"CMAKE_CUDA_ARCHITECTURES": self.archs_cmake(archs)} if archs else {}
 
-    def kernel_ext(self) -> str:
-        return str(_table()["ext"]["ptx"])
+    def kernel_formats(self) -> tuple[str, ...]:
+        return tuple(_table()["formats"])
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts) -> KernelCommand:
+                       host: HostFacts, fmt: str) -> KernelCommand:
         nvcc = host.tool("nvcc")
         exe = nvcc.path if nvcc else "nvcc"
-        return KernelCommand(((exe, "-ptx", f"-arch={arch}", *flags, source, "-o", out),), ())
+        if fmt == "fatbin":  # SASS for the arch plus its PTX, for JIT on newer GPUs
+            base = arch.removeprefix("sm_")
+            target = ("-gencode", f"arch=compute_{base},code=[sm_{base},compute_{base}]")
+        else:
+            target = (f"-arch={arch}",)
+        return KernelCommand(((exe, f"-{fmt}", *target, *flags, source, "-o", out),), ())
 
     def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
         nvcc = host.tool("nvcc")

@@ -47,11 +47,11 @@ class MetalBackend:
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {}
 
-    def kernel_ext(self) -> str:
-        return str(_table()["ext"])
+    def kernel_formats(self) -> tuple[str, ...]:
+        return (str(_table()["ext"]),)
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts) -> KernelCommand:
+                       host: HostFacts, fmt: str) -> KernelCommand:
         std = _table()["families"].get(arch, {}).get("std", "metal3.0")
         air = out + ".air"
         return KernelCommand(

@@ -74,11 +74,11 @@ class RocmBackend:
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {"CMAKE_HIP_ARCHITECTURES": self.archs_cmake(archs)} if archs else {}
 
-    def kernel_ext(self) -> str:
-        return str(_table()["ext"])
+    def kernel_formats(self) -> tuple[str, ...]:
+        return (str(_table()["ext"]),)
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts) -> KernelCommand:
+                       host: HostFacts, fmt: str) -> KernelCommand:
         hip = host.tool("hipcc")
         exe = hip.path if hip else "hipcc"
         return KernelCommand(((exe, "--genco", f"--offload-arch={arch}", *flags, source,

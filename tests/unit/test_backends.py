@@ -49,7 +49,7 @@ def test_rocm_device_libraries_decide() -> None:
     assert rocm.arch_unavailable("gfx1030", h) is None
     bad = rocm.arch_unavailable("gfx1100", h)
     assert bad is not None and "ROCm 5.2" in bad.reason
-    assert rocm.kernel_command("k.hip", "gfx1030", "o", ("-O3",), h).env == (
+    assert rocm.kernel_command("k.hip", "gfx1030", "o", ("-O3",), h, "hsaco").env == (
         ("HIP_PLATFORM", "amd"),)
 
 
@@ -60,7 +60,7 @@ def test_hosts_without_the_backend() -> None:
     metal = backends.get("metal").host_unavailable(linux)
     assert metal is not None and metal.reason == "metal: needs a macOS host with xcrun"
     assert backends.get("metal").host_unavailable(mac) is None
-    cmd = backends.get("metal").kernel_command("k.metal", "apple-m3", "out.metallib", (), mac)
+    cmd = backends.get("metal").kernel_command("k.metal", "apple-m3", "out.metallib", (), mac, "metallib")
     assert cmd.commands[0][:4] == ("xcrun", "-sdk", "macosx", "metal")
     assert cmd.commands[1][-1] == "out.metallib"
 

@@ -171,3 +171,17 @@ def test_missing_python_requirement_is_a_skip_with_the_install_command(project: 
     assert "pip install torch==2.13.0" in v.fix
     old = plan_for(project, ["greet"], "h100", pythons=("3.12",))
     assert old.variants[0].status == BUILD  # torch 2.11 satisfies >=2.0
+
+
+def test_kernel_formats_one_step_each(project: Path) -> None:
+    recipe = project / "recipes" / "kern.yaml"
+    recipe.write_text(recipe.read_text().replace("archs: [sm_75, sm_80]",
+                                                 "archs: [sm_75, sm_80]\n    formats: [ptx, cubin, fatbin]"))
+    plan = plan_for(project, ["kern"], "linux-cuda13")
+    steps = {s.id.rsplit("/", 1)[1]: s for s in plan.steps if s.kind == "kernel"}
+    assert len(steps) == 9
+    assert steps["kernel:scale:sm_80:cubin"].commands[0][1:3] == ("-cubin", "-arch=sm_80")
+    fat = steps["kernel:tile:sm_80:fatbin"].commands[0]
+    assert fat[1:4] == ("-fatbin", "-gencode", "arch=compute_80,code=[sm_80,compute_80]")
+    paths = sorted(a["path"] for a in json.loads(plan.steps[-1].param("artifacts")))
+    assert "cuda/tile/sm_80.fatbin" in paths and "cuda/scale/sm_75.cubin" in paths
