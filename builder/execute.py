@@ -189,6 +189,32 @@ class Executor:
         if not (home / "global.conf").exists():
             _atomic_write(home / "global.conf", "core:non_interactive=True\n")
 
+    def _do_build(self, step: Step) -> None:
+        """A CMake build with its memory broker running for the compile launchers."""
+        from .memory.broker import Broker, BrokerConfig
+
+        cfg = json.loads(step.param("memory") or "{}")
+        if not cfg:
+            self._commands(step)
+            return
+        broker = Broker(Path(step.param("broker")), BrokerConfig(
+            budget=int(cfg["budget"]), slots=int(cfg["slots"]), source_root=cfg["source_root"],
+            build_dir=cfg["build_dir"], history_path=cfg["history_path"],
+            recipe_default=int(cfg.get("recipe_default", 0)),
+            recipe_globs=tuple((g, int(n)) for g, n in cfg.get("recipe_globs", [])),
+            lowmem_flags=tuple(cfg.get("lowmem_flags", []))))
+        broker.start()
+        try:
+            self._commands(step)
+        finally:
+            broker.stop()
+            report = self.ws.state / "reports" / f"{_safe_name(step.id)}.jobs.json"
+            _atomic_write(report, json.dumps({"step": step.id, "budget": cfg["budget"],
+                                              "slots": cfg["slots"],
+                                              "prediction": json.loads(
+                                                  step.param("prediction") or "{}"),
+                                              "jobs": broker.report()}, indent=1))
+
     def _do_fetch(self, step: Step) -> None:
         from . import fetch
 

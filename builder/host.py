@@ -75,6 +75,7 @@ class HostFacts:
     default_python: str = ""
     gpus: tuple[str, ...] = ()  # "NVIDIA H100 (9.0)"
     source: str = "probed"  # or the host-facts file it was read from
+    builder_python: str = ""  # the interpreter running builder (compiler launchers use it)
 
     def tool(self, name: str) -> ToolInfo | None:
         for t in self.tools:
@@ -102,7 +103,8 @@ class HostFacts:
             return HostFacts(os=str(data["os"]), arch=str(data["arch"]), cpus=int(data["cpus"]),
                              memory=mem, tools=tools, pythons=pythons,
                              default_python=str(data.get("default_python", "")),
-                             gpus=tuple(data.get("gpus", ())), source=file)
+                             gpus=tuple(data.get("gpus", ())), source=file,
+                             builder_python=str(data.get("builder_python", "")))
         except (KeyError, TypeError, ValueError) as exc:
             raise RecipeError([Diagnostic(Location(file), "", f"not a host-facts file: {exc}",
                                           "write one with `builder host --format json`")]) \
@@ -395,4 +397,5 @@ def probe(cache_file: Path | None = None, python_packages: tuple[str, ...] = ())
         platform.system(), platform.system().lower())
     return HostFacts(os=system, arch=platform.machine(), cpus=cpus, memory=probe_memory(),
                      tools=tools, pythons=pythons,
-                     default_python="%d.%d" % sys.version_info[:2], gpus=_probe_gpus())
+                     default_python="%d.%d" % sys.version_info[:2], gpus=_probe_gpus(),
+                     builder_python=sys.executable)

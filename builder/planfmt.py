@@ -25,11 +25,16 @@ def _status(status: str, color: bool) -> str:
 
 def _step_lines(s: Step, color: bool, show_commands: bool) -> list[str]:
     head = f"    {_status(s.status, color)} {s.id.split('/', 2)[-1]}"
-    if s.memory:
-        head += f"  (~{gib(s.memory)} per job)"
     lines = [head]
     if s.status == SKIP and s.reason:
         lines.append(f"        skip: {s.reason}")
+    pred = json.loads(s.param("prediction") or "{}")
+    if pred.get("jobs"):
+        lines.append(f"        memory: {pred['jobs']} compile job(s) under a "
+                     f"{gib(pred['budget'])} budget → predicted peak {gib(pred['peak'])}, "
+                     f"~{pred['parallelism']:.1f} in parallel, ~{pred['wall']:.0f} s")
+        for h in pred.get("heaviest", [])[:3]:
+            lines.append(f"          {h['file']}: ~{gib(h['peak'])} ({h['source']})")
     if show_commands:
         for k, v in s.env:
             lines.append(f"        env {k}={v}")

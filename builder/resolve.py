@@ -63,6 +63,10 @@ class State:
     kernel_artifacts: frozenset[str] = frozenset()  # artifact keys in the kernel cache
     kernel_installs: tuple[tuple[str, str], ...] = ()  # (install folder, variant key)
     fetched: frozenset[str] = frozenset()  # keys of complete git/url source folders
+    #: source root → its translation units (path relative to the root, includes seen)
+    compile_units: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+    #: absolute source file → (measured peak bytes, seconds) from the build history
+    measured: tuple[tuple[str, int, float], ...] = ()
     notes: tuple[str, ...] = field(default=())
 
 
@@ -221,6 +225,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
     steps = []
     memo: dict[tuple[str, str, str, str], Variant] = {}
     sources = dict(state.source_digests)
+    units_by_root = dict(state.compile_units)
 
     def variant_for(recipe: Recipe, backend: str, build_type: str, python: str) -> Variant:
         memo_key = (recipe.name, backend, build_type, python)
@@ -309,6 +314,8 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                                  (d, recipes.by_name[d.recipe]) for d in deps),
                              file_digests=file_digests,
                              kernel_artifacts=state.kernel_artifacts, fetched=state.fetched,
+                             budget=budget, units=units_by_root,
+                             measured={f: (p, t) for f, p, t in state.measured},
                              kernel_installs=dict(state.kernel_installs),
                              skipped_archs=tuple(skipped_archs), env=dict(request.env),
                              test_pythons=tuple(_pythons_for(recipe, request, host))

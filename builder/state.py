@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .fetch import is_fetched
+from .memory.estimate import SOURCE_SUFFIXES, scan_includes
+from .memory.history import History
 from .model import Recipe
 from .resolve import State
 from .workspace import Workspace
@@ -50,6 +52,20 @@ def tree_digest(root: Path) -> str:
                 continue
             h.update(f"{rel}\0{st.st_mode & 0o111 != 0}\0{digest}\n".encode())
     return h.hexdigest()
+
+
+def compile_units(root: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Every C/C++/CUDA translation unit below ``root`` with the headers it includes
+    (followed through the project's own headers), for the memory prediction."""
+    out = []
+    roots = (root, root / "include", root / "src")
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            if name.endswith(SOURCE_SUFFIXES):
+                p = Path(dirpath) / name
+                out.append((p.relative_to(root).as_posix(), scan_includes(p, roots)))
+    return tuple(out)
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
@@ -105,10 +121,20 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
         data = read_manifest(Path(tree) / "manifest.json")
         if data and data.get("key") == key and manifest_complete(Path(tree), data):
             kernel_installs[tree] = str(key)
+    units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+    for r in recipes:
+        if r.build_system == "cmake" and r.sources and r.sources[0].kind == "path":
+            root = Path(r.sources[0].location) / r.sources[0].subdir
+            if str(root) not in units:
+                units[str(root)] = compile_units(root)
+    measured = tuple(sorted((f, int(rec["peak"]), float(rec.get("seconds", 0.0)))
+                            for f, rec in History(ws.state / "memory-history.json")
+                            .by_file.items() if f and rec.get("peak")))
     fetched: set[str] = set()
     if (ws.state / "sources").is_dir():
         fetched = {p.name for p in (ws.state / "sources").iterdir() if is_fetched(p)}
-    return State(fetched=frozenset(fetched), source_digests=tuple(sorted(source_digests.items())),
+    return State(fetched=frozenset(fetched), compile_units=tuple(sorted(units.items())),
+                 measured=measured, source_digests=tuple(sorted(source_digests.items())),
                  file_digests=tuple(sorted(file_digests.items())),
                  installed=frozenset(installed), kernel_artifacts=frozenset(artifacts),
                  kernel_installs=tuple(sorted(kernel_installs.items())))

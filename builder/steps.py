@@ -14,10 +14,13 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from . import backends as registry
 from . import render
 from .host import HostFacts, PythonInfo
+from .memory.estimate import estimate
+from .memory.policy import simulate
 from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe
 from .plan import BUILD, CACHED, SKIP, Step, Variant
 from .fetch import source_key
@@ -42,6 +45,9 @@ class VariantContext:
     kernel_artifacts: frozenset[str]
     kernel_installs: dict[str, str]
     fetched: frozenset[str]
+    budget: int
+    units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]]
+    measured: dict[str, tuple[int, float]]
     skipped_archs: tuple[tuple[str, str, str], ...]
     env: dict[str, str]
     test_pythons: tuple[str, ...]
@@ -195,6 +201,12 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
         if flags.get(lang):
             defines[var] = " ".join(sub(flags.get(lang)))
 
+    # Every compile goes through the memory launcher, which asks the build's broker.
+    launcher = ";".join((host.builder_python or "python3", "-m", "builder.memory.launcher"))
+    for lang in ("C", "CXX", *([be.cmake_language] if be.cmake_language else [])):
+        defines.setdefault(f"CMAKE_{lang}_COMPILER_LAUNCHER", launcher)
+    prediction = memory_prediction(ctx)
+
     compilers = {"c": _tool(host, "cc", "cc"), "cpp": _tool(host, "cxx", "c++")}
     if be.tool and be.cmake_language == "CUDA":
         compilers["cuda"] = _tool(host, "nvcc", "nvcc")
@@ -217,6 +229,15 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     cmake = _tool(host, "cmake", "cmake")
     conan_env = (("CONAN_HOME", str(ws.conan_home)),)
     profile = str(bdir / "conan" / "profile")
+    # Ninja may start more jobs than there are cores: launchers beyond the broker's
+    # admission wait cheaply, which lets the broker choose the largest job that fits.
+    sock = f"/tmp/builder-{hashlib.sha256(str(bdir).encode()).hexdigest()[:12]}.sock"
+    build_argv: tuple[str, ...] = (cmake, "--build", vals["build"], "--parallel",
+                                   str(ctx.jobs * 2),
+                                   *(a for t in r.targets for a in ("--target", t)))
+    if host.memory.cgroup_writable and ctx.budget:
+        build_argv = (host.builder_python or "python3", "-m", "builder.memory.cgroup",
+                      "--limit", str(ctx.budget), "--name", ctx.vdir, "--", *build_argv)
     fetch = fetch_steps(ctx)
     pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps) + tuple(f.id for f in fetch)
     sid = v.id
@@ -239,10 +260,17 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              cwd=str(bdir), deps=(f"{sid}/conan-install",), status=status, reason=reason,
              fix=fix, timeout=1800),
         Step(id=f"{sid}/build", kind="build", variant=sid,
-             commands=((cmake, "--build", vals["build"], "--parallel", str(ctx.jobs),
-                        *(a for t in r.targets for a in ("--target", t))),),
+             commands=(build_argv,), env=(("BUILDER_BROKER", sock),),
              cwd=str(bdir), deps=(f"{sid}/configure",), status=status, reason=reason, fix=fix,
-             memory=r.memory.default, timeout=BUILD_TIMEOUT),
+             memory=prediction["peak"], timeout=BUILD_TIMEOUT,
+             params=(("broker", sock), ("prediction", json.dumps(prediction, sort_keys=True)),
+                     ("memory", json.dumps({
+                         "budget": ctx.budget, "slots": ctx.jobs, "source_root": vals["source"],
+                         "build_dir": vals["build"], "recipe_default": r.memory.default,
+                         "recipe_globs": [list(g) for g in r.memory.per_file],
+                         "lowmem_flags": list(r.memory.low_memory_flags),
+                         "history_path": str(ws.state / "memory-history.json")},
+                         sort_keys=True)))),
         Step(id=f"{sid}/stage", kind="stage", variant=sid,
              commands=((cmake, "--install", vals["build"], "--prefix", str(stage)),),
              cwd=str(bdir), deps=(f"{sid}/build",), outputs=(str(stage),), status=status,
@@ -262,6 +290,26 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
                               ("meta", json.dumps(_meta(ctx), sort_keys=True))),
                       inputs_hash=v.key))
     return [_with_hash(s, v.key) for s in steps]
+
+
+def memory_prediction(ctx: VariantContext) -> dict[str, Any]:
+    """Estimate every translation unit and simulate the admission policy: predicted
+    wall time, peak reserved memory, parallelism and the heaviest jobs."""
+    root = ctx.source_root()
+    jobs = []
+    heavy = []
+    for rel, includes in ctx.units.get(root, ()):
+        hist = ctx.measured.get(str(Path(root) / rel))
+        est = estimate(rel, includes, recipe_default=ctx.recipe.memory.default,
+                       recipe_globs=ctx.recipe.memory.per_file,
+                       history_file={"peak": hist[0], "seconds": hist[1]} if hist else None)
+        jobs.append((rel, est.reserve, est.seconds))
+        heavy.append((est.peak, rel, est.source))
+    pred = simulate(jobs, ctx.budget, ctx.jobs)
+    heavy.sort(reverse=True)
+    return {"jobs": pred.jobs, "wall": round(pred.wall, 1), "peak": pred.peak,
+            "parallelism": round(pred.parallelism, 2), "budget": ctx.budget,
+            "heaviest": [{"file": f, "peak": p, "source": src} for p, f, src in heavy[:5]]}
 
 
 def _meta(ctx: VariantContext) -> dict[str, object]:

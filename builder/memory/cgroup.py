@@ -1,0 +1,118 @@
+"""The safety net: run a command inside a memory cgroup capped at the budget.
+
+``python -m builder.memory.cgroup --limit BYTES --name NAME -- CMD…`` creates
+``builder-NAME`` under the cgroup v1 memory hierarchy or the v2 unified one,
+caps it, moves itself in, runs CMD, and reports how many processes the kernel
+OOM-killed in it.  An overrun then kills one compiler (which the launcher retries
+alone), never the machine.  Where no memory controller is writable it says so
+and runs CMD with admission control alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+V1 = Path("/sys/fs/cgroup/memory")
+V2 = Path("/sys/fs/cgroup")
+
+
+class CgroupUnavailable(Exception):
+    pass
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def create(name: str, limit: int) -> Path:
+    """Create and cap a cgroup; returns its folder."""
+    if (V2 / "cgroup.controllers").is_file():
+        if "memory" not in (V2 / "cgroup.controllers").read_text():
+            raise CgroupUnavailable("cgroup v2 without the memory controller")
+        try:
+            if "memory" not in (V2 / "cgroup.subtree_control").read_text():
+                _write(V2 / "cgroup.subtree_control", "+memory")
+            group = V2 / f"builder-{name}"
+            group.mkdir(exist_ok=True)
+            _write(group / "memory.max", str(limit))
+            if (group / "memory.swap.max").is_file():
+                _write(group / "memory.swap.max", "0")
+        except OSError as exc:
+            raise CgroupUnavailable(f"cgroup v2 not writable: {exc.strerror}") from None
+        return group
+    if V1.is_dir():
+        try:
+            group = V1 / f"builder-{name}"
+            group.mkdir(exist_ok=True)
+            _write(group / "memory.limit_in_bytes", str(limit))
+        except OSError as exc:
+            raise CgroupUnavailable(f"cgroup v1 memory not writable: {exc.strerror}") from None
+        return group
+    raise CgroupUnavailable("no memory cgroup hierarchy")
+
+
+def oom_kills(group: Path) -> int:
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            for line in (group / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
+def peak(group: Path) -> int:
+    for name in ("memory.peak", "memory.max_usage_in_bytes"):
+        try:
+            return int((group / name).read_text().strip())
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
+def remove(group: Path) -> None:
+    parent_procs = group.parent / "cgroup.procs"
+    try:
+        _write(parent_procs, str(os.getpid()))
+    except OSError:
+        pass
+    try:
+        group.rmdir()
+    except OSError:
+        pass
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m builder.memory.cgroup")
+    ap.add_argument("--limit", type=int, required=True)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("cmd", nargs=argparse.REMAINDER)
+    args = ap.parse_args(argv)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    try:
+        group = create(args.name, args.limit)
+        _write(group / "cgroup.procs", str(os.getpid()))
+    except (CgroupUnavailable, OSError) as exc:
+        print(f"builder: no memory cgroup ({exc}); relying on admission control alone",
+              flush=True)
+        return subprocess.call(cmd)
+    print(f"builder: running in memory cgroup {group} capped at {args.limit >> 20} MiB",
+          flush=True)
+    try:
+        rc = subprocess.call(cmd)
+    finally:
+        kills, top = oom_kills(group), peak(group)
+        print(f"builder: cgroup peak {top >> 20} MiB, OOM kills: {kills}", flush=True)
+        remove(group)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

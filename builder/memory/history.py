@@ -1,0 +1,66 @@
+"""Measured compile peaks, kept between builds in ``<state>/memory-history.json``.
+
+Keyed by (source file, flags hash, compiler); a second index by file alone lets a
+flag change still start from the file's last measurement.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+
+def job_key(file: str, flags_hash: str, compiler: str) -> str:
+    return hashlib.sha256(f"{file}\0{flags_hash}\0{compiler}".encode()).hexdigest()[:24]
+
+
+def flags_hash(argv: list[str], build_dir: str) -> str:
+    """Hash of the compile command without what changes per build folder or output."""
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "-MF", "-MT", "-MQ"):
+            skip = True
+            continue
+        out.append(a.replace(build_dir, "<build>") if build_dir else a)
+    return hashlib.sha256("\0".join(out).encode()).hexdigest()[:16]
+
+
+class History:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.by_file: dict[str, dict[str, Any]] = {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            self.jobs = dict(data.get("jobs", {}))
+        except (OSError, ValueError, AttributeError):
+            self.jobs = {}
+        for rec in sorted(self.jobs.values(), key=lambda r: r.get("when", 0)):
+            self.by_file[rec.get("file", "")] = rec
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.jobs.get(key)
+
+    def for_file(self, file: str) -> dict[str, Any] | None:
+        return self.by_file.get(file)
+
+    def record(self, key: str, file: str, peak: int, seconds: float, oom: bool = False) -> None:
+        rec = {"file": file, "peak": int(peak), "seconds": round(seconds, 3), "oom": oom,
+               "when": time.time()}
+        self.jobs[key] = rec
+        self.by_file[file] = rec
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
+        tmp.write_text(json.dumps({"version": 1, "jobs": self.jobs}, indent=1, sort_keys=True),
+                       encoding="utf-8")
+        os.replace(tmp, self.path)
