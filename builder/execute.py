@@ -14,9 +14,10 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +198,10 @@ class Executor:
         if not cfg:
             self._commands(step)
             return
-        broker = Broker(Path(step.param("broker")), BrokerConfig(
+        # A short path (Unix socket names are limited to ~100 bytes), unique per process.
+        name = f"builder-{os.getpid()}-{_safe_name(step.variant)[-40:]}.sock"
+        sock = Path(tempfile.gettempdir()) / name
+        broker = Broker(sock, BrokerConfig(
             budget=int(cfg["budget"]), slots=int(cfg["slots"]), source_root=cfg["source_root"],
             build_dir=cfg["build_dir"], history_path=cfg["history_path"],
             recipe_default=int(cfg.get("recipe_default", 0)),
@@ -205,7 +209,7 @@ class Executor:
             lowmem_flags=tuple(cfg.get("lowmem_flags", []))))
         broker.start()
         try:
-            self._commands(step)
+            self._commands(replace(step, env=(*step.env, ("BUILDER_BROKER", str(sock)))))
         finally:
             broker.stop()
             report = self.ws.state / "reports" / f"{_safe_name(step.id)}.jobs.json"

@@ -231,7 +231,6 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     profile = str(bdir / "conan" / "profile")
     # Ninja may start more jobs than there are cores: launchers beyond the broker's
     # admission wait cheaply, which lets the broker choose the largest job that fits.
-    sock = f"/tmp/builder-{hashlib.sha256(str(bdir).encode()).hexdigest()[:12]}.sock"
     build_argv: tuple[str, ...] = (cmake, "--build", vals["build"], "--parallel",
                                    str(ctx.jobs * 2),
                                    *(a for t in r.targets for a in ("--target", t)))
@@ -260,10 +259,10 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              cwd=str(bdir), deps=(f"{sid}/conan-install",), status=status, reason=reason,
              fix=fix, timeout=1800),
         Step(id=f"{sid}/build", kind="build", variant=sid,
-             commands=(build_argv,), env=(("BUILDER_BROKER", sock),),
+             commands=(build_argv,),
              cwd=str(bdir), deps=(f"{sid}/configure",), status=status, reason=reason, fix=fix,
              memory=prediction["peak"], timeout=BUILD_TIMEOUT,
-             params=(("broker", sock), ("prediction", json.dumps(prediction, sort_keys=True)),
+             params=(("prediction", json.dumps(prediction, sort_keys=True)),
                      ("memory", json.dumps({
                          "budget": ctx.budget, "slots": ctx.jobs, "source_root": vals["source"],
                          "build_dir": vals["build"], "recipe_default": r.memory.default,
