@@ -219,6 +219,17 @@ class Executor:
                                                   step.param("prediction") or "{}"),
                                               "jobs": broker.report()}, indent=1))
 
+    def _do_wheel(self, step: Step) -> None:
+        from .wheel import build_wheel
+
+        try:
+            build_wheel(Path(step.param("src")), Path(step.param("out_dir")), step.param("name"),
+                        step.param("version"), step.param("tag"),
+                        summary=step.param("summary"))
+        except (OSError, ValueError) as exc:
+            raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
+                             f"cannot build the wheel: {exc}") from None
+
     def _do_fetch(self, step: Step) -> None:
         from . import fetch
 

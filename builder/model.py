@@ -95,9 +95,9 @@ class Memory:
     default: int = 0  # bytes; 0 = let the scheduler use its priors
     per_file: tuple[tuple[str, int], ...] = ()
     low_memory_flags: tuple[str, ...] = ()
-    unity: bool = False
+    unity: bool | str = False  # or "${options.NAME}"
     unity_batch_size: int = 8
-    pch: bool = False
+    pch: bool | str = False  # or "${options.NAME}"
     pch_headers: tuple[str, ...] = ()
 
 
@@ -164,6 +164,7 @@ class Recipe:
     sources: tuple[Source, ...] = ()
     build_system: str = "cmake"
     build_types: tuple[str, ...] = ("release",)
+    enabled_by: str = ""  # a bool option that switches the recipe on/off
     targets: tuple[str, ...] = ()
     options: tuple[Option, ...] = ()
     backends: tuple[BackendSpec, ...] = ()

@@ -27,7 +27,7 @@ def _template(name: str) -> Template:
 def templates_digest() -> str:
     """Changes whenever a template changes, so that cached builds are redone."""
     h = hashlib.sha256()
-    for name in ("conanfile.py.tmpl", "profile.tmpl"):
+    for name in ("conanfile.py.tmpl", "profile.tmpl", "pch.cmake.tmpl"):
         h.update(_template(name).template.encode())
     return h.hexdigest()
 
@@ -75,3 +75,10 @@ def profile(*, host: HostFacts, build_type: str, jobs: int, cflags: Sequence[str
         platform_requires=pr, jobs=str(jobs), cflags=json.dumps(list(cflags)),
         cxxflags=json.dumps(list(cxxflags)), ldflags=json.dumps(list(ldflags)),
         compilers=json.dumps(dict(compilers), sort_keys=True))
+
+
+def pch_cmake(headers: Sequence[str]) -> str:
+    """The CMake file that adds ``headers`` as precompiled headers to every C++ target.
+    Each header is written as a CMake bracket argument, so no value can break out."""
+    quoted = " ".join(f"[=[{h}]=]" for h in headers if "]=]" not in h)
+    return _template("pch.cmake.tmpl").substitute(headers=quoted)

@@ -65,6 +65,7 @@ class State:
     fetched: frozenset[str] = frozenset()  # keys of complete git/url source folders
     #: source root → its translation units (path relative to the root, includes seen)
     compile_units: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+    wheels: frozenset[str] = frozenset()  # wheel files already built
     #: absolute source file → (measured peak bytes, seconds) from the build history
     measured: tuple[tuple[str, int, float], ...] = ()
     notes: tuple[str, ...] = field(default=())
@@ -261,6 +262,9 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 arch_errors.append(_arch_diag(recipe, backend, arch, bad.reason, bad.fix))
         vnotes: list[str] = []
         options = resolve_options(recipe, request, vnotes)
+        if recipe.enabled_by and options.get(recipe.enabled_by) is False:
+            problems.insert(0, (f"disabled: option {recipe.enabled_by} is false",
+                                f"-o {recipe.name}:{recipe.enabled_by}=true to build it"))
         py_for_build = python or (_pythons_for(recipe, request, host)[0]
                                   if recipe.python.versions or recipe.requires.python else "")
         if py_for_build and (recipe.requires.python or python):
@@ -314,7 +318,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                                  (d, recipes.by_name[d.recipe]) for d in deps),
                              file_digests=file_digests,
                              kernel_artifacts=state.kernel_artifacts, fetched=state.fetched,
-                             budget=budget, units=units_by_root,
+                             budget=budget, units=units_by_root, wheels=state.wheels,
                              measured={f: (p, t) for f, p, t in state.measured},
                              kernel_installs=dict(state.kernel_installs),
                              skipped_archs=tuple(skipped_archs), env=dict(request.env),

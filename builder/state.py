@@ -130,10 +130,12 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
     measured = tuple(sorted((f, int(rec["peak"]), float(rec.get("seconds", 0.0)))
                             for f, rec in History(ws.state / "memory-history.json")
                             .by_file.items() if f and rec.get("peak")))
+    wheels = frozenset(str(p) for p in (ws.state / "wheels").glob("*/*/*.whl")) \
+        if (ws.state / "wheels").is_dir() else frozenset()
     fetched: set[str] = set()
     if (ws.state / "sources").is_dir():
         fetched = {p.name for p in (ws.state / "sources").iterdir() if is_fetched(p)}
-    return State(fetched=frozenset(fetched), compile_units=tuple(sorted(units.items())),
+    return State(wheels=wheels, fetched=frozenset(fetched), compile_units=tuple(sorted(units.items())),
                  measured=measured, source_digests=tuple(sorted(source_digests.items())),
                  file_digests=tuple(sorted(file_digests.items())),
                  installed=frozenset(installed), kernel_artifacts=frozenset(artifacts),

@@ -25,6 +25,7 @@ from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe
 from .plan import BUILD, CACHED, SKIP, Step, Variant
 from .fetch import source_key
 from .subst import substitute
+from .wheel import dist_name, wheel_tag
 from .workspace import Workspace
 
 _KERNEL_LANG = {"cuda": "cuda", "rocm": "hip", "metal": "metal"}
@@ -45,6 +46,7 @@ class VariantContext:
     kernel_artifacts: frozenset[str]
     kernel_installs: dict[str, str]
     fetched: frozenset[str]
+    wheels: frozenset[str]
     budget: int
     units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]]
     measured: dict[str, tuple[int, float]]
@@ -194,9 +196,13 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
             defines[o.cmake] = vals[f"options.{o.name}"]
     for k, val in (*r.defines, *spec.defines):
         defines[k] = substitute(val, vals)
-    if r.memory.unity:
+    if switch(r.memory.unity, vals):
         defines["CMAKE_UNITY_BUILD"] = "ON"
         defines["CMAKE_UNITY_BUILD_BATCH_SIZE"] = str(r.memory.unity_batch_size)
+    pch_file = bdir / "conan" / "builder_pch.cmake"
+    use_pch = switch(r.memory.pch, vals) and bool(r.memory.pch_headers)
+    if use_pch:
+        defines["CMAKE_PROJECT_INCLUDE"] = str(pch_file)
     for lang, var in (("cuda", "CMAKE_CUDA_FLAGS"), ("hip", "CMAKE_HIP_FLAGS")):
         if flags.get(lang):
             defines[var] = " ".join(sub(flags.get(lang)))
@@ -225,6 +231,8 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
             cxxflags=sub(flags.cxx), ldflags=sub(flags.ld), compilers=compilers,
             platform_requires=platform),
     }
+    if use_pch:
+        files[str(pch_file)] = render.pch_cmake(r.memory.pch_headers)
     conan = _tool(host, "conan", "conan")
     cmake = _tool(host, "cmake", "cmake")
     conan_env = (("CONAN_HOME", str(ws.conan_home)),)
@@ -288,7 +296,16 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
                       params=(("stage", str(stage)), ("prefix", v.prefix),
                               ("meta", json.dumps(_meta(ctx), sort_keys=True))),
                       inputs_hash=v.key))
+    steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
+                             native=True))
     return [_with_hash(s, v.key) for s in steps]
+
+
+def switch(value: bool | str, vals: dict[str, str]) -> bool:
+    """A memory switch: a bool, or ``${options.NAME}`` naming a bool option."""
+    if isinstance(value, bool):
+        return value
+    return substitute(value, vals) == "ON"
 
 
 def memory_prediction(ctx: VariantContext) -> dict[str, Any]:
@@ -309,6 +326,25 @@ def memory_prediction(ctx: VariantContext) -> dict[str, Any]:
     return {"jobs": pred.jobs, "wall": round(pred.wall, 1), "peak": pred.peak,
             "parallelism": round(pred.parallelism, 2), "budget": ctx.budget,
             "heaviest": [{"file": f, "peak": p, "source": src} for p, f, src in heavy[:5]]}
+
+
+def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list[Step]:
+    """A wheel of the recipe's Python package, once per variant: per Python version for
+    ``abi: cpython``, else one ``py3-none`` wheel that every Python version installs."""
+    r, v, host = ctx.recipe, ctx.variant, ctx.host
+    if not r.python.versions:
+        return []
+    tag = wheel_tag(r.python.abi, v.python, host.os, host.arch, native)
+    out_dir = ctx.ws.state / "wheels" / v.backend / v.key[:12]
+    out = out_dir / f"{dist_name(r.name)}-{r.version}-{tag}.whl"
+    status, reason, fix = _status(v)
+    if status == BUILD and str(out) in ctx.wheels:
+        status = CACHED
+    return [Step(id=f"{v.id}/wheel", kind="wheel", variant=v.id, deps=(after,),
+                 outputs=(str(out),), status=status, reason=reason, fix=fix,
+                 inputs_hash=_digest(v.key, "wheel"),
+                 params=(("src", src), ("name", r.name), ("version", r.version), ("tag", tag),
+                         ("summary", r.description), ("out_dir", str(out_dir))))]
 
 
 def _meta(ctx: VariantContext) -> dict[str, object]:
@@ -404,5 +440,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
                    params=(("tree", str(tree)), ("root", str(root)),
                            ("artifacts", json.dumps(artifacts, sort_keys=True))))
     tests, _ = _test_steps(ctx, publish.id, str(tree))
-    return [*fetch, *steps, publish, *tests]
+    wheel = wheel_steps(ctx, str(Path(ctx.source_root()) / r.python.package), publish.id,
+                        native=False)
+    return [*fetch, *steps, publish, *tests, *wheel]
 

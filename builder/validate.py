@@ -271,6 +271,21 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
     for k in ("root", "layout"):
         if k in inst:
             _check_substitutions(inst[k], ("install", k), d, opt_names)
+    mem = data.get("memory") or {}
+    for part in ("unity", "pch"):
+        flag = (mem.get(part) or {}).get("enabled")
+        if isinstance(flag, str):
+            names = variables(flag)
+            if len(names) != 1 or not names[0].startswith("options.") or flag != f"${{{names[0]}}}":
+                d.add(("memory", part, "enabled"), f"'{flag}' must be true, false or "
+                      "${options.NAME}", "name a bool option, e.g. ${options.unity}")
+            elif options.get(names[0][8:], {}).get("type") != "bool":
+                d.add(("memory", part, "enabled"), f"{flag} must name a bool option",
+                      f"declare options.{names[0][8:]} with type: bool")
+    enabled_by = (data.get("build") or {}).get("enabled_by")
+    if enabled_by and options.get(enabled_by, {}).get("type") != "bool":
+        d.add(("build", "enabled_by"), f"enabled_by names '{enabled_by}', which is not a bool "
+              "option", f"declare options.{enabled_by} with type: bool")
     system = (data.get("build") or {}).get("system", "cmake")
     kernels = data.get("kernels") or {}
     if system == "kernels" and not kernels:
@@ -391,6 +406,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         display=display, description=data["package"].get("description", ""),
         sources=tuple(sources), build_system=build.get("system", "cmake"),
         build_types=tuple(build.get("build_types", ("release",))),
+        enabled_by=build.get("enabled_by", ""),
         targets=tuple(build.get("targets", ())),
         options=tuple(_option(k, v) for k, v in (data.get("options") or {}).items()),
         backends=tuple(m.BackendSpec(
@@ -404,9 +420,9 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
             default=parse_size(mem["default"]) if "default" in mem else 0,
             per_file=tuple((g, parse_size(s)) for g, s in (mem.get("per_file") or {}).items()),
             low_memory_flags=tuple(mem.get("low_memory_flags", ())),
-            unity=bool((mem.get("unity") or {}).get("enabled", False)),
+            unity=(mem.get("unity") or {}).get("enabled", False),
             unity_batch_size=int((mem.get("unity") or {}).get("batch_size", 8)),
-            pch=bool((mem.get("pch") or {}).get("enabled", False)),
+            pch=(mem.get("pch") or {}).get("enabled", False),
             pch_headers=tuple((mem.get("pch") or {}).get("headers", ()))),
         requires=m.Requires(
             recipes=tuple(m.RecipeRequirement(r["name"], r.get("version", ""))
