@@ -364,8 +364,21 @@ def probe_memory() -> MemoryFacts:
             "/sys/fs/cgroup/cgroup.controllers").read_text()
     elif os.path.isdir("/sys/fs/cgroup/memory"):
         version = 1
-        limit = _read_int("/sys/fs/cgroup/memory/memory.limit_in_bytes")
-        writable = os.access("/sys/fs/cgroup/memory", os.W_OK)
+        own = "/"
+        try:
+            for line in Path("/proc/self/cgroup").read_text().splitlines():
+                _, ctrl, path = line.split(":", 2)
+                if "memory" in ctrl.split(","):
+                    own = path
+        except (OSError, ValueError):
+            pass
+        # the tightest limit on the way from our cgroup up to the root applies
+        base = Path("/sys/fs/cgroup/memory")
+        parts = [p for p in own.split("/") if p]
+        limits = [_read_int(str(base.joinpath(*parts[:i]) / "memory.limit_in_bytes"))
+                  for i in range(len(parts) + 1)]
+        limit = min((x for x in limits if x), default=0)
+        writable = os.access(base.joinpath(*parts), os.W_OK)
     return MemoryFacts(total=mi.get("MemTotal", 0), available=mi.get("MemAvailable", 0),
                        swap=mi.get("SwapTotal", 0), cgroup_version=version,
                        cgroup_limit=limit, cgroup_writable=writable)

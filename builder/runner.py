@@ -106,6 +106,7 @@ class SubprocessRunner:
                 for raw in proc.stdout:
                     line = raw.decode("utf-8", errors="replace").rstrip("\n")
                     log.write(line + "\n")
+                    log.flush()  # so that `tail -f` on a step's log follows it live
                     tail.append(line)
                     if on_line is not None:
                         on_line(line)

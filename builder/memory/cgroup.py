@@ -29,15 +29,36 @@ def _write(path: Path, text: str) -> None:
         f.write(text)
 
 
-def create(name: str, limit: int) -> Path:
-    """Create and cap a cgroup; returns its folder."""
+def own_cgroup() -> tuple[int, Path | None]:
+    """(version, folder) of the memory cgroup this process is in."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return 0, None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(",") and V1.is_dir():
+            return 1, V1 / path.lstrip("/")
     if (V2 / "cgroup.controllers").is_file():
+        for line in lines:
+            if line.startswith("0::"):
+                return 2, V2 / line[3:].lstrip("/")
+    return 0, None
+
+
+def create(name: str, limit: int) -> Path:
+    """Create and cap a cgroup below this process's own one (so that any cap already
+    placed on us still applies); returns its folder."""
+    version, own = own_cgroup()
+    if version == 2:
         if "memory" not in (V2 / "cgroup.controllers").read_text():
             raise CgroupUnavailable("cgroup v2 without the memory controller")
+        # v2 forbids processes in inner nodes: use the root when we sit in a leaf
+        base = V2 if own is None or (own / "cgroup.procs").read_text().strip() else own
         try:
-            if "memory" not in (V2 / "cgroup.subtree_control").read_text():
-                _write(V2 / "cgroup.subtree_control", "+memory")
-            group = V2 / f"builder-{name}"
+            if "memory" not in (base / "cgroup.subtree_control").read_text():
+                _write(base / "cgroup.subtree_control", "+memory")
+            group = base / f"builder-{name}"
             group.mkdir(exist_ok=True)
             _write(group / "memory.max", str(limit))
             if (group / "memory.swap.max").is_file():
@@ -45,9 +66,9 @@ def create(name: str, limit: int) -> Path:
         except OSError as exc:
             raise CgroupUnavailable(f"cgroup v2 not writable: {exc.strerror}") from None
         return group
-    if V1.is_dir():
+    if version == 1 and own is not None:
         try:
-            group = V1 / f"builder-{name}"
+            group = own / f"builder-{name}"
             group.mkdir(exist_ok=True)
             _write(group / "memory.limit_in_bytes", str(limit))
         except OSError as exc:
