@@ -105,6 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build recipes", description="Plan, then run the steps "
                        "that are not cached. Inputs unchanged: nothing runs.")
     selection(b)
+    b.add_argument("--no-tests", action="store_true",
+                   help="do not run the recipes' test steps (shown as skipped)")
     b.add_argument("-k", "--keep-going", action="store_true",
                    help="go on with independent steps after a failure")
     b.add_argument("--no-wait", action="store_true",
@@ -166,7 +168,8 @@ def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request: 
     return Request(backends=tuple(dict.fromkeys(args.backend)), pythons=pythons,
                    build_types=tuple(args.build_type), options=tuple(args.option),
                    env=env_snapshot(os.environ, roots), skip_unsupported=args.skip_unsupported,
-                   memory_budget=args.memory_budget, jobs=args.jobs)
+                   memory_budget=args.memory_budget, jobs=args.jobs,
+                   run_tests=not getattr(args, "no_tests", False))
 
 
 def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,

@@ -31,7 +31,7 @@ from .workspace import Workspace
 #: bump when the meaning of a plan changes, so that old caches are not reused
 #: (the templates of generated files are hashed into every key as well)
 FORMAT = "builder-1"
-MIN_RESERVE = 512 * 2**20
+MIN_RESERVE = 256 * 2**20  # builder, ninja, launchers and the OS inside the cap
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class Request:
     skip_unsupported: bool = False
     memory_budget: int = 0  # bytes; 0: derived from the host
     jobs: int = 0  # 0: the host's CPUs
+    run_tests: bool = True
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def memory_budget(host: HostFacts, request: Request) -> int:
     if request.memory_budget:
         return request.memory_budget
     usable = host.memory.usable()
-    return max(usable - max(MIN_RESERVE, usable // 10), 0)
+    return max(usable - max(MIN_RESERVE, usable // 20), 0)
 
 
 def _bool(text: str) -> bool | None:
@@ -322,6 +323,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              measured={f: (p, t) for f, p, t in state.measured},
                              kernel_installs=dict(state.kernel_installs),
                              skipped_archs=tuple(skipped_archs), env=dict(request.env),
+                             run_tests=request.run_tests,
                              test_pythons=tuple(_pythons_for(recipe, request, host))
                              if not python else (python,))
         new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" else cmake_steps(ctx)

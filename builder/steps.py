@@ -53,6 +53,7 @@ class VariantContext:
     skipped_archs: tuple[tuple[str, str, str], ...]
     env: dict[str, str]
     test_pythons: tuple[str, ...]
+    run_tests: bool = True
 
     @property
     def vdir(self) -> str:
@@ -134,6 +135,9 @@ def _test_steps(ctx: VariantContext, after: str, prefix_value: str
             optional = False
             if uses_python and info is None:
                 st, rs, fx = SKIP, f"no Python {py} interpreter found", f"pyenv install {py}"
+            elif st == BUILD and not ctx.run_tests:
+                st, rs, fx = SKIP, "tests not requested (--no-tests)", "drop --no-tests"
+                optional = True
             elif st == BUILD and t.needs_gpu and v.backend != "cpu" and not ctx.host.gpus:
                 st, rs, fx = (SKIP, f"needs a {v.backend} GPU; none is visible on this host",
                               "run the build on a machine with a GPU")

@@ -1,0 +1,144 @@
+"""Builds under a memory cap: fixed `-jN` against builder's memory-aware scheduling.
+
+Runs the libamm recipe's clean build inside a memory cgroup capped at ``--cap``:
+(a) `cmake --build -j<cores>`, (b) `-j1`, (c) every other fixed `-jN`, (d) builder
+cold (empty build history) and then with history.  Prints OOM kills, the build
+step's wall time and the ratio of (d) to the best fixed `-jN` that had no OOM kill.
+
+Targets: builder has 0 OOM kills in every run; with history its wall time is
+≤ 1.05× the best safe fixed -jN, cold ≤ 1.15×; at a cap where -j<cores> OOMs it is
+faster than -j1.  Where no memory cgroup can be created this says so and exits 2.
+
+    python bench/memory_cap.py [--cap 2.6GiB] [--cores N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from builder.memory import cgroup  # noqa: E402
+from builder.validate import parse_size  # noqa: E402
+
+PY = sys.executable
+
+
+def can_cgroup() -> str:
+    try:
+        g = cgroup.create(f"probe{os.getpid()}", 1 << 30)
+    except (cgroup.CgroupUnavailable, OSError) as exc:
+        return str(exc)
+    cgroup.remove(g)
+    return ""
+
+
+def capped(cap: int, name: str, argv: list[str], log: Path) -> tuple[int, int, float, str]:
+    """Run argv in a capped cgroup; (exit code, OOM kills, seconds, output)."""
+    t = time.perf_counter()
+    proc = subprocess.run([PY, "-m", "builder.memory.cgroup", "--limit", str(cap), "--name",
+                           name, "--", *argv], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    secs = time.perf_counter() - t
+    out = proc.stdout + proc.stderr
+    log.write_text(out)
+    kills = sum(int(k) for k in re.findall(r"OOM kills: (\d+)", out))
+    return proc.returncode, kills, secs, out
+
+
+def fixed(cap: int, jobs: int, work: Path, torch_cmake: str) -> dict[str, object]:
+    build = work / f"build-j{jobs}"
+    shutil.rmtree(build, ignore_errors=True)
+    subprocess.run(["cmake", "-S", str(REPO / "sources" / "libamm"), "-B", str(build), "-G",
+                    "Ninja", "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={torch_cmake}",
+                    f"-DPython_EXECUTABLE={PY}", "-DCMAKE_CXX_FLAGS=-O2 -g0"],
+                   check=True, capture_output=True)
+    rc, kills, secs, _ = capped(cap, f"bench-j{jobs}", ["cmake", "--build", str(build), "-j",
+                                                        str(jobs)], work / f"j{jobs}.log")
+    return {"run": f"fixed -j{jobs}", "ok": rc == 0, "oom": kills, "seconds": secs}
+
+
+def with_builder(cap: int, state: Path, label: str, work: Path) -> dict[str, object]:
+    for sub in ("build", "stage", "install", "wheels"):
+        shutil.rmtree(state / sub, ignore_errors=True)  # a clean build; history stays
+    rc, kills, secs, out = capped(cap, f"bench-{label}", [
+        PY, "-m", "builder", "--state-dir", str(state), "build", "libamm", "--backend", "cpu",
+        "--no-tests"], work / f"builder-{label}.log")
+    m = re.search(r"done +libamm/\S+/build \(([\d.]+)s\)", out)
+    build_secs = float(m.group(1)) if m else secs
+    nested = sum(int(k) for k in re.findall(r"OOM kills: (\d+)", "".join(
+        p.read_text() for p in state.glob("logs/libamm_*_build.log"))))
+    retried = sum(1 for j in _jobs(state) if j.get("retry"))
+    return {"run": f"builder ({label})", "ok": rc == 0, "oom": kills + nested,
+            "seconds": build_secs, "retries": retried}
+
+
+def _jobs(state: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for p in state.glob("reports/libamm_*build.jobs.json"):
+        out.extend(json.loads(p.read_text()).get("jobs", []))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cap", default="2.6GiB", help="memory cap of every run (default 2.6GiB: "
+                    "two torch translation units at once do not fit)")
+    ap.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
+    args = ap.parse_args()
+    why = can_cgroup()
+    if why:
+        print(f"memory_cap: cannot create a memory cgroup here ({why}); no meaningful numbers "
+              "can be measured without one", file=sys.stderr)
+        return 2
+    cap = parse_size(args.cap)
+    import torch.utils
+
+    torch_cmake = torch.utils.cmake_prefix_path
+    work = Path(tempfile.mkdtemp(prefix="memory-cap-"))
+    print(f"cap {args.cap}, {args.cores} cores, libamm clean builds; logs in {work}")
+    rows = [fixed(cap, args.cores, work, torch_cmake), fixed(cap, 1, work, torch_cmake)]
+    rows += [fixed(cap, j, work, torch_cmake) for j in range(2, args.cores)]
+    state = work / "state"
+    rows.append(with_builder(cap, state, "cold", work))
+    rows.append(with_builder(cap, state, "history", work))
+    print(f"{'run':22} {'ok':>4} {'OOM kills':>10} {'build s':>9}")
+    for r in rows:
+        print(f"{r['run']:22} {'yes' if r['ok'] else 'NO':>4} {r['oom']:>10} "
+              f"{r['seconds']:>9.1f}" + (f"  (retried jobs: {r['retries']})"
+                                         if "retries" in r else ""))
+    safe = [r for r in rows if str(r["run"]).startswith("fixed") and r["ok"] and r["oom"] == 0]
+    best = min(safe, key=lambda r: float(r["seconds"])) if safe else None
+    j1 = next(r for r in rows if r["run"] == "fixed -j1")
+    jc = rows[0]
+    ok = True
+    for r in rows[-2:]:
+        if r["oom"] or not r["ok"]:
+            ok = False
+        if best:
+            ratio = float(r["seconds"]) / float(best["seconds"])
+            target = 1.05 if "history" in str(r["run"]) else 1.15
+            print(f"{r['run']}: {ratio:.2f}× the best safe fixed run ({best['run']}); "
+                  f"target ≤ {target} {'OK' if ratio <= target else 'OVER'}")
+            ok = ok and ratio <= target
+    if jc["oom"] or not jc["ok"]:
+        faster = float(rows[-1]["seconds"]) < float(j1["seconds"])
+        print(f"-j{args.cores} OOMs at this cap; builder with history vs -j1: "
+              f"{float(rows[-1]['seconds']):.1f}s vs {float(j1['seconds']):.1f}s "
+              f"{'faster' if faster else 'NOT faster'}")
+    print("result:", "all targets met" if ok else "targets missed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
