@@ -115,6 +115,18 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-q", "--quiet", action="store_true", help="print only failures and the "
                    "summary")
 
+    mx = sub.add_parser("matrix", help="print the CI matrix (backend × Python × runner)",
+                        description="The CI jobs for the recipes: one per (backend, Python) "
+                        "that an extension recipe (python.abi: cpython) needs, and one per "
+                        "backend for Python-independent recipes; each with its runner, its "
+                        "nox session and a CPU-time estimate from the build history.")
+    mx.add_argument("recipes", nargs="*", help="recipe names or paths (default: every recipe)")
+    mx.add_argument("--format", choices=("text", "json", "github"), default="text",
+                    help="github: {\"include\": [...]} for a workflow's strategy.matrix")
+    mx.add_argument("--write-workflow", action="store_true",
+                    help="write .github/workflows/build.yml (one job per matrix entry, each "
+                         "running its nox session)")
+
     sc = sub.add_parser("schema", help="print the recipe JSON Schema (or its reference table)")
     sc.add_argument("--format", choices=("json", "markdown"), default="json")
     return p
@@ -296,6 +308,39 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
     return 0
 
 
+def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
+    from . import matrix
+
+    paths = [Path(a) for a in args.recipes if a.endswith((".yaml", ".yml"))]
+    rs = RecipeSet.load(ws.recipes_dir, paths)
+    if args.write_workflow and args.recipes:
+        raise UsageError("--write-workflow covers every recipe of the project; drop the "
+                         "recipe names")
+    chosen = rs.select(args.recipes, ws.recipes_dir) if args.recipes else rs.recipes
+    history = matrix.read_history(ws.state / "memory-history.json")
+    roots = {r.name: matrix.source_roots(r, ws.state) for r in chosen}
+    m = matrix.ci_matrix(chosen, matrix.CI_PYTHON, history, roots, project=rs.recipes)
+    if args.write_workflow:
+        # the workflow leaves out the estimates, so that it depends on the recipes only
+        target = ws.root / matrix.WORKFLOW_PATH
+        text = matrix.workflow(matrix.ci_matrix(chosen, matrix.CI_PYTHON))
+        old = target.read_text(encoding="utf-8") if target.is_file() else None
+        if old == text:
+            print(f"{display_path(target)} is up to date ({m.job_count} jobs)")
+            return 0
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {display_path(target)}: {m.job_count} jobs (a plain backend × Python "
+              f"matrix would have {m.unfactored})")
+    elif args.format == "json":
+        print(json.dumps(m.to_json(), indent=2))
+    elif args.format == "github":
+        print(json.dumps(m.github(), separators=(",", ":")))
+    else:
+        sys.stdout.write(m.text())
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     from .docs import markdown
     from .validate import schema
@@ -316,7 +361,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
                                if os.environ.get("BUILDER_STATE_DIR") else None)
     ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
-                "build": cmd_build, "schema": cmd_schema}
+                "build": cmd_build, "schema": cmd_schema, "matrix": cmd_matrix}
     try:
         if args.command == "build":
             return cmd_build(args, ws, runner)

@@ -130,6 +130,7 @@ class TestSpec:
     devices: tuple[tuple[str, str], ...] = ()
     timeout: int = 1800
     needs_gpu: bool = False
+    cwd: str = ""
 
     def device_for(self, backend: str) -> str:
         return dict(self.devices).get(backend, backend)

@@ -143,8 +143,9 @@ def _test_steps(ctx: VariantContext, after: str, prefix_value: str
                               "run the build on a machine with a GPU")
                 optional = True
             out.append(Step(id=sid, kind="test", variant=v.id, commands=(argv,), env=env,
-                            cwd=vals["build"] if ctx.recipe.build_system == "cmake"
-                            else vals["source"], deps=(prev,), status=st, reason=rs, fix=fx,
+                            cwd=substitute(t.cwd, vals) if t.cwd else vals["build"]
+                            if ctx.recipe.build_system == "cmake" else vals["source"],
+                            deps=(prev,), status=st, reason=rs, fix=fx,
                             timeout=t.timeout, inputs_hash=_digest(v.key, sid.split("/")[-1])))
             if not optional:  # a GPU-only test skipped here does not hold the build back
                 prev = sid

@@ -267,6 +267,8 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
             _check_substitutions(arg, ("test", i, "run", j), d, opt_names)
         for k, v in (t.get("env") or {}).items():
             _check_substitutions(v, ("test", i, "env", k), d, opt_names)
+        if "cwd" in t:
+            _check_substitutions(t["cwd"], ("test", i, "cwd"), d, opt_names)
     inst = data.get("install") or {}
     for k in ("root", "layout"):
         if k in inst:
@@ -433,7 +435,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         tests=tuple(m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
                                tuple(t.get("backends", ())),
                                tuple((t.get("devices") or {}).items()), t.get("timeout", 1800),
-                               bool(t.get("needs_gpu", False)))
+                               bool(t.get("needs_gpu", False)), t.get("cwd", ""))
                     for t in data.get("test") or ()),
         install=m.InstallSpec(inst.get("root", ""),
                               inst.get("layout", m.InstallSpec().layout)),

@@ -121,3 +121,14 @@ def test_failed_kernel_compile_yields_no_artifact(project: Path, cli, tmp_path: 
     assert not (root / "cuda").exists()
     leftovers = list((project / ".builder" / "kernels").glob("*.partial"))
     assert leftovers == []
+
+
+def test_generic_precompiled_headers(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    need("conan", "cmake", "ninja", "g++")
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + "memory:\n  pch:\n    enabled: true\n"
+                      "    headers: ['<string>', '<vector>']\n")
+    r = cli("build", "greet", cwd=project)
+    assert r.code == 0, r.out + r.err
+    pch = list((project / ".builder" / "build" / "greet").glob("*/cmake/**/cmake_pch.hxx"))
+    assert pch and "#include <vector>" in pch[0].read_text()
