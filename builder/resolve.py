@@ -152,6 +152,20 @@ def resolve_options(recipe: Recipe, request: Request,
     return values
 
 
+def model_digest(recipe: Recipe) -> str:
+    """What in a recipe changes its builds: the model without its description, file
+    name and positions — so editing a comment or moving the file rebuilds nothing."""
+    from dataclasses import replace as _replace
+    from pathlib import Path
+
+    # source folders are covered by their content digest, not by where they are
+    sources = tuple(_replace(src, location="" if src.kind == "path" else src.location,
+                             patches=()) for src in recipe.sources)
+    core = _replace(recipe, description="", digest="", display="", positions=None,
+                    file=Path("/"), sources=sources)
+    return hashlib.sha256(repr(core).encode()).hexdigest()
+
+
 def _key(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -295,7 +309,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         tools = {t: (host.tool(t).version if host.tool(t) else "")  # type: ignore[union-attr]
                  for t in ("cmake", "cxx", "conan", *([be.tool] if be.tool else []))}
         py_info = host.python(py_for_build) if py_for_build else None
-        key = _key(FORMAT, render.templates_digest(), recipe.name, recipe.version, recipe.digest, src_digest, backend,
+        key = _key(FORMAT, render.templates_digest(), recipe.name, recipe.version, model_digest(recipe), src_digest, backend,
                    build_type, archs, sorted((k, option_text(v)) for k, v in options.items()),
                    python and (py_info.full if py_info else python), tools,
                    [d.key for d in deps])
