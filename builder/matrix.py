@@ -175,6 +175,24 @@ def session_unavailable(session: Session, host: HostFacts) -> Unavailable | None
     return None
 
 
+def unknown_session_hint(name: str, all_sessions: Sequence[Session]) -> str | None:
+    """What is wrong with a ``build-<backend>-<python>`` name that is not a session (None
+    when it is one, or does not look like a build session at all)."""
+    if not name.startswith("build-") or any(s.name == name for s in all_sessions):
+        return None
+    backend, _, python = name.removeprefix("build-").rpartition("-")
+    if not backend or not python:
+        return None
+    if backend not in registry.names():
+        return (f"{name}: unknown backend '{backend}' (backends: "
+                f"{', '.join(registry.names())}); `nox -l` lists the sessions")
+    mine = [s for s in all_sessions if s.backend == backend]
+    if not mine:
+        return f"{name}: no recipe declares the {backend} backend, so it has no sessions"
+    return (f"{name}: no recipe supports {backend} with Python {python} (sessions for "
+            f"{backend}: {', '.join(s.name for s in mine)})")
+
+
 @dataclass(frozen=True)
 class BuildArgs:
     """nox posargs of a build session, split for ``builder``."""
@@ -209,11 +227,13 @@ def split_posargs(posargs: Sequence[str], session: Session, all_sessions: Sequen
         flag = _flag_name(tok)
         attached = (tok.startswith("--") and "=" in tok) or \
             (not tok.startswith("--") and tok.startswith("-") and len(tok) > 2)
+        raw = [tok]  # the tokens as given, passed on unchanged
         value = ""
         if tok.startswith("-") and flag in (_VALUE_FLAGS | _GLOBAL_FLAGS) and not attached:
             if i + 1 >= len(posargs):
                 raise MatrixError(f"{tok} needs a value")
             value = posargs[i + 1]
+            raw.append(value)
             i += 1
         elif attached:
             value = tok.split("=", 1)[1] if tok.startswith("--") else tok[2:]
@@ -227,13 +247,11 @@ def split_posargs(posargs: Sequence[str], session: Session, all_sessions: Sequen
         elif flag == "--all":
             continue  # the session already builds every recipe that supports its pair
         elif flag in _GLOBAL_FLAGS:
-            global_flags += [flag, value]
+            global_flags += raw
         elif flag in _BUILD_ONLY:
-            build_flags.append(tok)
-        elif flag in _VALUE_FLAGS:
-            flags += [flag, value]
+            build_flags += raw
         else:
-            flags.append(tok)
+            flags += raw
     for n in names:
         if n.endswith((".yaml", ".yml")) or "/" in n:
             continue  # a recipe file: builder checks it
@@ -405,10 +423,17 @@ def _pick_python(candidates: Mapping[str, set[str]], existing: set[str],
                                            py == default_python, version_key(py)))
 
 
-def recipe_seconds(roots: Iterable[str], history: Mapping[str, float]) -> float | None:
-    """Sum of recorded compile seconds of the files below ``roots`` (None: none recorded)."""
+#: source files only one backend compiles
+_BACKEND_EXT = {".cu": "cuda", ".hip": "rocm", ".metal": "metal"}
+
+
+def recipe_seconds(roots: Iterable[str], history: Mapping[str, float],
+                   backend: str = "") -> float | None:
+    """Sum of recorded compile seconds of the files below ``roots`` (None: none recorded),
+    leaving out files that only another backend compiles (``.cu`` for a cpu job)."""
     prefixes = tuple(str(Path(r)).rstrip("/") + "/" for r in roots if r)
-    found = [s for f, s in history.items() if f.startswith(prefixes)] if prefixes else []
+    found = [s for f, s in history.items() if prefixes and f.startswith(prefixes) and
+             _BACKEND_EXT.get(Path(f).suffix, backend) == backend] if prefixes else []
     return round(sum(found), 1) if found else None
 
 
@@ -454,7 +479,7 @@ def ci_matrix(recipes: Iterable[Recipe], default_python: str = CI_PYTHON,
                                                                version_key(kv[0][1]))):
         chosen = tuple(sorted(names))
         reqs = tuple(dict.fromkeys(q for n in chosen for q in by_name[n].requires.python))
-        secs = tuple((n, recipe_seconds(roots.get(n, ()), history)) for n in chosen)
+        secs = tuple((n, recipe_seconds(roots.get(n, ()), history, b)) for n in chosen)
         out.append(Job(b, py, chosen, chosen != session_recipes[(b, py)], runner_for(b),
                        secs, reqs))
     notes = []

@@ -68,6 +68,8 @@ def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
         if v.status == SKIP:
             out.append(f"      skip: {v.reason}")
             out.append(f"      fix:  {v.fix}")
+        elif v.status == CACHED and v.reason:
+            out.append(f"      {v.reason} (manifest.json matches the inputs)")
         for s in plan.steps_of(v.id):
             out.extend(_step_lines(s, color, commands and v.status != CACHED))
     for n in plan.notes:

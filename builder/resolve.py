@@ -280,7 +280,12 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         if recipe.enabled_by and options.get(recipe.enabled_by) is False:
             problems.insert(0, (f"disabled: option {recipe.enabled_by} is false",
                                 f"-o {recipe.name}:{recipe.enabled_by}=true to build it"))
-        py_for_build = python or (_pythons_for(recipe, request, host)[0]
+        wanted = _pythons_for(recipe, request, host)
+        if not wanted and request.pythons and request.pythons != ("all",):
+            problems.append((f"Python {', '.join(request.pythons)} is not among the versions "
+                             f"{recipe.name} supports ({', '.join(recipe.python.versions)})",
+                             "ask for a supported version with --python"))
+        py_for_build = python or ((wanted or [host.default_python])[0]
                                   if recipe.python.versions or recipe.requires.python else "")
         if py_for_build and (recipe.requires.python or python):
             p = _python_problem(recipe, py_for_build, host)
@@ -319,7 +324,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         if problems:
             status, reason, fix = SKIP, problems[0][0], problems[0][1]
         elif recipe.build_system == "cmake" and key in state.installed:
-            status = CACHED
+            status, reason = CACHED, f"up to date: {ws.install_dir(recipe.name, vdir)}"
         variant = Variant(
             id=vid, recipe=recipe.name, version=recipe.version, backend=backend,
             build_type=build_type, python=python, archs=tuple(archs),

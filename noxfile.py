@@ -1,0 +1,211 @@
+"""builder's nox sessions: build-<backend>-<python> for every pair some recipe supports
+(`nox -s build-cuda-3.11 -- gllm-kernels -o kernels_root=/tmp/k` narrows one and passes
+builder options through), and tests, lint, typecheck (what a bare `nox` runs).
+
+Sessions come from the recipes through builder.matrix (the code behind `builder matrix`).
+builder runs on the interpreter running nox; each build session's uv venv, made from the
+interpreter builder's host probe found for its version, installs and imports the built
+wheels. A session this host cannot run ends as a nox skip with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))  # builder from this checkout, installed or not
+
+from builder import matrix  # noqa: E402
+from builder.errors import BuilderError  # noqa: E402
+from builder.host import HostFacts, probe  # noqa: E402
+from builder.model import Recipe  # noqa: E402
+from builder.recipes import RecipeSet  # noqa: E402
+from builder.workspace import Workspace  # noqa: E402
+
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")  # else uv tries to download, slowly
+nox.options.default_venv_backend = "uv"
+nox.options.download_python = "never"
+nox.options.sessions = ["lint", "typecheck", "tests"]  # what a bare `nox` runs
+
+BUILDER = (sys.executable, "-m", "builder")
+
+
+def _project() -> tuple[Workspace, list[Recipe], HostFacts, str]:
+    """The project's recipes and this host, or why the recipes could not be loaded."""
+    state = os.environ.get("BUILDER_STATE_DIR")
+    ws = Workspace.at(ROOT, Path(state) if state else None)
+    try:
+        recipes = RecipeSet.load(ws.recipes_dir).recipes
+    except BuilderError as exc:
+        return ws, [], probe(ws.host_cache), exc.render()
+    from packaging.requirements import Requirement
+
+    pkgs = sorted({Requirement(t).name.lower() for r in recipes for t in r.requires.python})
+    return ws, recipes, probe(ws.host_cache, tuple(pkgs)), ""
+
+
+WS, RECIPES, HOST, LOAD_ERROR = _project()
+SESSIONS = matrix.sessions(RECIPES, HOST.default_python)
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+@nox.session(python=False)
+def tests(session: nox.Session) -> None:
+    """The project's test suite (pytest) on the interpreter running nox."""
+    session.run(sys.executable, "-m", "pytest", *session.posargs, external=True)
+
+
+@nox.session(python=False)
+def lint(session: nox.Session) -> None:
+    """ruff check on builder/, tests/ and this file."""
+    session.run(sys.executable, "-m", "ruff", "check", "builder", "tests", "noxfile.py",
+                *session.posargs, external=True)
+
+
+@nox.session(python=False)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on builder/."""
+    session.run(sys.executable, "-m", "mypy", "--strict", "-p", "builder", *session.posargs,
+                external=True)
+
+
+# ---------------------------------------------------------------------------- builds
+
+
+def _plan(session: nox.Session, args: matrix.BuildArgs, spec: matrix.Session) -> dict[str, object]:
+    argv = [*BUILDER, *args.global_flags, "plan", *args.recipes, "--backend", spec.backend,
+            "--python", spec.python, "--skip-unsupported", *args.flags, "--format", "json"]
+    session.log(shlex.join(argv))
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        session.error(f"builder plan failed (exit {proc.returncode})")
+    data: dict[str, object] = json.loads(proc.stdout)
+    return data
+
+
+def _top_level(wheel: Path) -> list[str]:
+    """Importable names at the top of a wheel (packages and modules)."""
+    names: set[str] = set()
+    with zipfile.ZipFile(wheel) as z:
+        for n in z.namelist():
+            head, _, rest = n.partition("/")
+            if head.endswith((".dist-info", ".data")):
+                continue
+            if rest and rest.endswith("__init__.py") and rest.count("/") == 0:
+                names.add(head)
+            elif not rest and head.endswith(".py"):
+                names.add(head[:-3])
+    return sorted(names)
+
+
+def _check_wheels(session: nox.Session, plan: dict[str, object], spec: matrix.Session) -> None:
+    steps = plan.get("steps", [])
+    assert isinstance(steps, list)
+    wheels = [s for s in steps if s.get("kind") == "wheel" and s.get("status") != "skip"
+              and s.get("outputs")]
+    if not wheels:
+        session.log("no wheel step in the plan: nothing to install and import")
+        return
+    cp = "cp" + spec.python.replace(".", "")
+    for step in wheels:
+        wheel = Path(step["outputs"][0])
+        tag = "-".join(wheel.stem.split("-")[-3:])
+        if tag.startswith("cp") and not tag.startswith(f"{cp}-"):
+            session.log(f"{wheel.name}: for another Python ({tag}), not installed here")
+            continue
+        if not wheel.is_file():
+            session.error(f"the plan's wheel {wheel} was not written by the build")
+        # --no-deps: the build checked that this interpreter has the recipe's requirements
+        # (the venv sees them through --system-site-packages); pip must not fetch torch.
+        session.install("--no-deps", "--force-reinstall", str(wheel))
+        for name in _top_level(wheel):
+            session.run("python", "-c", f"import {name}; print('imported', {name}.__name__, "
+                        f"'from', {name}.__file__)")
+
+
+def _build(session: nox.Session, spec: matrix.Session) -> None:
+    try:
+        args = matrix.split_posargs(session.posargs, spec, SESSIONS, RECIPES,
+                                    HOST.default_python)
+    except matrix.MatrixError as exc:
+        session.error(str(exc))
+    plan = _plan(session, args, spec)
+    variants = plan.get("variants", [])
+    assert isinstance(variants, list)
+    skipped = [v for v in variants if v.get("status") == "skip"]
+    for v in skipped:
+        session.log(f"skipped {v['id']}: {v['reason']}" + (f" (fix: {v['fix']})"
+                                                            if v.get("fix") else ""))
+    if variants and len(skipped) == len(variants):
+        reasons = "; ".join(dict.fromkeys(f"{v['recipe']}: {v['reason']}" for v in skipped))
+        session.skip(f"nothing {spec.name} can build on this host: {reasons}")
+    session.run(*BUILDER, *args.global_flags, "build", *args.recipes, "--backend", spec.backend,
+                "--python", spec.python, "--skip-unsupported", *args.flags, *args.build_flags,
+                external=True)
+    _check_wheels(session, plan, spec)
+
+
+def _register(spec: matrix.Session) -> None:
+    why = matrix.session_unavailable(spec, HOST)
+    py = HOST.python(spec.python)
+    description = spec.description + (f" [skipped here: {why.reason}]" if why else "")
+
+    def run(session: nox.Session) -> None:
+        if why is not None:
+            session.skip(f"{why.reason} (fix: {why.fix})")
+        _build(session, spec)
+
+    run.__doc__ = description
+    # Sessions that cannot run here get no virtual environment (their skip is immediate);
+    # the others get one of the interpreter the host probe found, by absolute path.
+    nox.session(name=spec.name, python=py.path if py and why is None else False,
+                venv_params=["--system-site-packages"] if why is None else [])(run)
+
+
+for _spec in SESSIONS:
+    _register(_spec)
+
+
+def _explain_unknown_sessions(argv: list[str]) -> None:
+    """nox only says "Sessions not found"; say what is wrong with a build-B-P name."""
+    wanted: list[str] = []
+    for i, tok in enumerate(argv):
+        if tok in ("-s", "-e", "--session", "--sessions"):
+            wanted += _until_flag(argv[i + 1:])
+    for name in wanted:
+        if LOAD_ERROR and name.startswith("build-"):
+            print("nox > the recipes do not load, so there are no build sessions: run "
+                  "`nox -s build` for why", file=sys.stderr)
+            return
+        hint = matrix.unknown_session_hint(name, SESSIONS)
+        if hint:
+            print(f"nox > {hint}", file=sys.stderr)
+
+
+def _until_flag(tokens: list[str]) -> list[str]:
+    out: list[str] = []
+    for t in tokens:
+        if t.startswith("-"):
+            break
+        out.append(t)
+    return out
+
+
+_explain_unknown_sessions(sys.argv)
+
+if LOAD_ERROR:
+
+    @nox.session(python=False, name="build")
+    def build_error(session: nox.Session) -> None:
+        """The recipes do not load, so there are no build sessions: run this for why."""
+        session.error(LOAD_ERROR)

@@ -1,0 +1,75 @@
+"""The noxfile, run by nox itself: the session list and skips on this host."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder import matrix
+from builder.host import probe
+from builder.recipes import RecipeSet
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("nox") is None,
+                                reason="needs nox (pip install -e '.[test]')")
+
+
+def nox(*args: str, envdir: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1"}
+    env.pop("BUILDER_STATE_DIR", None)  # the project's own host cache, as `nox` there uses
+    return subprocess.run([sys.executable, "-m", "nox", "--envdir", str(envdir), *args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.fixture(scope="module")
+def sessions() -> list[matrix.Session]:
+    host = probe(REPO / ".builder" / "host.json")
+    return matrix.sessions(RecipeSet.load(REPO / "recipes").recipes, host.default_python)
+
+
+def test_nox_lists_every_session_with_a_description(tmp_path: Path,
+                                                    sessions: list[matrix.Session]) -> None:
+    r = nox("-l", envdir=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    for s in sessions:
+        line = next((x for x in lines if x[2:].startswith(f"{s.name} -> ")), None)
+        assert line is not None, f"{s.name} missing from nox -l:\n{r.stdout}"
+        assert s.description in line
+    for name in ("tests", "lint", "typecheck"):
+        assert any(x[2:].startswith(f"{name} -> ") for x in lines), name
+    assert "build-cpu-3.11" in r.stdout and "build-cuda-3.11" in r.stdout
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="metal builds on macOS")
+def test_metal_session_is_a_skip_with_the_reason(tmp_path: Path) -> None:
+    r = nox("-s", "build-metal-3.11", envdir=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "Session build-metal-3.11 skipped: metal: needs a macOS host with xcrun" in out
+    assert "successful" not in out
+
+
+def test_unknown_session_names_what_is_wrong(tmp_path: Path) -> None:
+    r = nox("-s", "build-vulkan-3.11", envdir=tmp_path)
+    assert r.returncode != 0
+    assert "build-vulkan-3.11: unknown backend 'vulkan'" in r.stderr
+
+
+def test_unknown_recipe_in_posargs_fails_clearly(tmp_path: Path,
+                                                 sessions: list[matrix.Session]) -> None:
+    host = probe(REPO / ".builder" / "host.json")
+    runnable = [s for s in sessions if matrix.session_unavailable(s, host) is None]
+    if not runnable:
+        pytest.skip("no build session can run on this host")
+    s = runnable[0]
+    r = nox("-s", s.name, "--", "no-such-recipe", envdir=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert "unknown recipe 'no-such-recipe'" in out
