@@ -88,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE",
                         help="memory the build may use, e.g. 6GiB (default: available memory "
                              "or the cgroup limit, less a reserve)")
+        sp.add_argument("--conan-remote", default="", metavar="NAME",
+                        help="Conan remote for requirements with `provider: remote`")
         sp.add_argument("-j", "--jobs", type=int, default=0, help="parallel compile jobs "
                         "(default: usable CPUs)")
 
@@ -102,11 +104,19 @@ def _parser() -> argparse.ArgumentParser:
                          "--format json`)")
     pl.add_argument("--no-commands", action="store_true", help="hide the commands")
 
+    lk = sub.add_parser("lock", help="pin sources, toolchains, Conan refs, archs and options",
+                        description="Write a lockfile for the selected recipes; `builder build "
+                        "--lockfile FILE` then refuses to build anything that differs.")
+    selection(lk)
+    lk.add_argument("--output", type=Path, default=Path("builder.lock"), metavar="FILE")
+
     b = sub.add_parser("build", help="build recipes", description="Plan, then run the steps "
                        "that are not cached. Inputs unchanged: nothing runs.")
     selection(b)
     b.add_argument("--no-tests", action="store_true",
                    help="do not run the recipes' test steps (shown as skipped)")
+    b.add_argument("--lockfile", type=Path, metavar="FILE",
+                   help="refuse to build anything that differs from this lockfile")
     b.add_argument("-k", "--keep-going", action="store_true",
                    help="go on with independent steps after a failure")
     b.add_argument("--no-wait", action="store_true",
@@ -165,7 +175,10 @@ def _host(ws: Workspace, rs: RecipeSet | None, facts_file: Path | None = None) -
 
         for r in rs.recipes:
             pkgs.update(Requirement(t).name.lower() for t in r.requires.python)
-    return probe(ws.host_cache, tuple(sorted(pkgs)))
+    from .system import needed_packages
+
+    return probe(ws.host_cache, tuple(sorted(pkgs)),
+                 needed_packages(rs.recipes) if rs is not None else ())
 
 
 def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request:  # type: ignore[type-arg]
@@ -181,7 +194,8 @@ def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request: 
                    build_types=tuple(args.build_type), options=tuple(args.option),
                    env=env_snapshot(os.environ, roots), skip_unsupported=args.skip_unsupported,
                    memory_budget=args.memory_budget, jobs=args.jobs,
-                   run_tests=not getattr(args, "no_tests", False))
+                   run_tests=not getattr(args, "no_tests", False),
+                   conan_remote=args.conan_remote)
 
 
 def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
@@ -277,6 +291,10 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
     with workspace_lock(ws, wait=not args.no_wait):
         plan = _plan(args, ws, plan_all=False)
         _check_requested(plan, args)
+        if args.lockfile is not None:
+            from .lockfile import check
+
+            check(plan, args.lockfile)
         counts = plan.counts()
         if not needs_work(plan):
             up = sum(1 for v in plan.variants if v.status == CACHED)
@@ -341,6 +359,15 @@ def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
+def cmd_lock(args: argparse.Namespace, ws: Workspace) -> int:
+    from .lockfile import write
+
+    plan = _plan(args, ws, plan_all=False)
+    n = write(plan, args.output)
+    print(f"locked {n} variant(s) in {args.output}")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     from .docs import markdown
     from .validate import schema
@@ -361,7 +388,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
                                if os.environ.get("BUILDER_STATE_DIR") else None)
     ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
-                "build": cmd_build, "schema": cmd_schema, "matrix": cmd_matrix}
+                "build": cmd_build, "schema": cmd_schema, "lock": cmd_lock, "matrix": cmd_matrix}
     try:
         if args.command == "build":
             return cmd_build(args, ws, runner)

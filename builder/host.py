@@ -11,6 +11,7 @@ to do stays well under a second.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -59,6 +60,8 @@ class PythonInfo:
     path: str
     packages: tuple[tuple[str, str], ...] = ()  # (name, installed version)
     torch_cmake: str = ""  # torch's CMake prefix path, when torch is installed
+    #: (package, CMake prefix) for Python packages that ship CMake config files
+    cmake_prefixes: tuple[tuple[str, str], ...] = ()
 
     def package(self, name: str) -> str | None:
         return dict(self.packages).get(name.lower())
@@ -74,6 +77,7 @@ class HostFacts:
     pythons: tuple[PythonInfo, ...] = ()
     default_python: str = ""
     gpus: tuple[str, ...] = ()  # "NVIDIA H100 (9.0)"
+    system_packages: tuple[tuple[str, str], ...] = ()  # (Debian package, version) asked about
     source: str = "probed"  # or the host-facts file it was read from
     builder_python: str = ""  # the interpreter running builder (compiler launchers use it)
 
@@ -99,11 +103,14 @@ class HostFacts:
             tools = tuple(ToolInfo(**{**t, "archs": tuple(t.get("archs", ()))})
                           for t in data.get("tools", ()))
             pythons = tuple(PythonInfo(**{**p, "packages": tuple(
-                tuple(x) for x in p.get("packages", ()))}) for p in data.get("pythons", ()))
+                tuple(x) for x in p.get("packages", ())), "cmake_prefixes": tuple(
+                tuple(x) for x in p.get("cmake_prefixes", ()))}) for p in data.get("pythons", ()))
             return HostFacts(os=str(data["os"]), arch=str(data["arch"]), cpus=int(data["cpus"]),
                              memory=mem, tools=tools, pythons=pythons,
                              default_python=str(data.get("default_python", "")),
                              gpus=tuple(data.get("gpus", ())), source=file,
+                             system_packages=tuple(tuple(x) for x in data.get(
+                                 "system_packages", ())),  # type: ignore[misc]
                              builder_python=str(data.get("builder_python", "")))
         except (KeyError, TypeError, ValueError) as exc:
             raise RecipeError([Diagnostic(Location(file), "", f"not a host-facts file: {exc}",
@@ -252,19 +259,28 @@ for n in names:
     except Exception:
         pass
 tc = ""
-if "torch" in pk:
-    try:
-        spec = importlib.util.find_spec("torch")
-        if spec and spec.submodule_search_locations:
-            tc = list(spec.submodule_search_locations)[0] + "/share/cmake"
-    except Exception:
-        pass
+prefixes = []
+for name, sub in (("torch", "/share/cmake"), ("pybind11", "")):
+    if name in pk:
+        try:
+            spec = importlib.util.find_spec(name)
+            if spec and spec.submodule_search_locations:
+                where = list(spec.submodule_search_locations)[0] + sub
+                prefixes.append([name, where])
+                if name == "torch":
+                    tc = where
+        except Exception:
+            pass
 import sysconfig
 print(json.dumps({"version": "%d.%d" % sys.version_info[:2],
                   "purelib": sysconfig.get_paths()["purelib"],
                   "full": platform.python_version(), "packages": sorted(pk.items()),
-                  "torch_cmake": tc}))
+                  "torch_cmake": tc, "cmake_prefixes": prefixes}))
 """
+
+
+# the probe script is part of the cache key: a new probe re-probes every interpreter
+_PROBE_ID = "#" + hashlib.sha256(_PY_PROBE.encode()).hexdigest()[:8]
 
 
 def _python_candidates() -> list[str]:
@@ -289,7 +305,7 @@ def _probe_pythons(cache: _ProbeCache, packages: tuple[str, ...]) -> tuple[Pytho
         if real in seen_real or not os.access(real, os.X_OK) or "/shims/" in real:
             continue  # pyenv shims are scripts that fail for non-global versions
         seen_real.add(real)
-        key = cache.key("python", real, ",".join(packages))
+        key = cache.key("python", real, ",".join(packages) + _PROBE_ID)
         hit = cache.get(key)
         if hit is not None and hit.get("purelib") and \
                 _mtime(hit["purelib"]) != hit.get("purelib_mtime"):
@@ -307,7 +323,8 @@ def _probe_pythons(cache: _ProbeCache, packages: tuple[str, ...]) -> tuple[Pytho
             continue
         info = PythonInfo(hit["version"], hit["full"], real,
                           tuple((str(a), str(b)) for a, b in hit["packages"]),
-                          hit.get("torch_cmake", ""))
+                          hit.get("torch_cmake", ""),
+                          tuple((str(a), str(b)) for a, b in hit.get("cmake_prefixes", ())))
         by_version.setdefault(info.version, info)
     return tuple(sorted(by_version.values(), key=lambda p: int(p.version.split(".")[1])))
 
@@ -395,12 +412,33 @@ def _probe_gpus() -> tuple[str, ...]:
                  (line.partition(",") for line in out.splitlines() if line.strip()))
 
 
-def probe(cache_file: Path | None = None, python_packages: tuple[str, ...] = ()) -> HostFacts:
+def _probe_system_packages(cache: _ProbeCache, names: tuple[str, ...]
+                           ) -> tuple[tuple[str, str], ...]:
+    """Installed versions of the Debian packages ``names`` (missing ones are left out)."""
+    dpkg = shutil.which("dpkg-query")
+    if not names or dpkg is None:
+        return ()
+    key = cache.key("dpkg", "/var/lib/dpkg/status", ",".join(names))
+    hit = cache.get(key)
+    if hit is None:
+        _, out = capture([dpkg, "-W", "-f", "${Package} ${Status} ${Version}\n", *names])
+        hit = []
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 5 and parts[3] == "installed":
+                hit.append([parts[0], parts[4]])
+        cache.put(key, hit)
+    return tuple((str(a), str(b)) for a, b in hit)
+
+
+def probe(cache_file: Path | None = None, python_packages: tuple[str, ...] = (),
+          system_packages: tuple[str, ...] = ()) -> HostFacts:
     """Look at this machine once.  ``cache_file`` keeps slow tool probes between runs."""
     cache = _ProbeCache(cache_file)
     tools = tuple(t for t in (_probe_tool(name, cache) for name in _TOOL_PROBES) if t)
     packages = tuple(sorted({*DEFAULT_PY_PACKAGES, *(p.lower() for p in python_packages)}))
     pythons = _probe_pythons(cache, packages)
+    installed = _probe_system_packages(cache, tuple(sorted(set(system_packages))))
     cache.save()
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -411,4 +449,4 @@ def probe(cache_file: Path | None = None, python_packages: tuple[str, ...] = ())
     return HostFacts(os=system, arch=platform.machine(), cpus=cpus, memory=probe_memory(),
                      tools=tools, pythons=pythons,
                      default_python="%d.%d" % sys.version_info[:2], gpus=_probe_gpus(),
-                     builder_python=sys.executable)
+                     builder_python=sys.executable, system_packages=installed)

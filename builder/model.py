@@ -88,6 +88,7 @@ class BackendSpec:
     flags: FlagLayers = FlagLayers()
     defines: tuple[tuple[str, str], ...] = ()
     formats: tuple[str, ...] = ()  # kernel artifact formats; () = the backend's default
+    archs_option: str = ""  # a list option that replaces archs when set
 
 
 @dataclass(frozen=True)
@@ -108,10 +109,32 @@ class RecipeRequirement:
 
 
 @dataclass(frozen=True)
+class ConanRequirement:
+    ref: str  # name/version
+    provider: str = "system"  # system | remote
+
+    @property
+    def name(self) -> str:
+        return self.ref.split("/", 1)[0]
+
+    @property
+    def version(self) -> str:
+        return self.ref.split("/", 1)[1]
+
+
+@dataclass(frozen=True)
+class SystemRequirement:
+    packages: tuple[str, ...]
+    when: str = ""  # "" or "${options.NAME}" (a bool option)
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Requires:
     recipes: tuple[RecipeRequirement, ...] = ()
-    conan: tuple[str, ...] = ()
+    conan: tuple[ConanRequirement, ...] = ()
     python: tuple[str, ...] = ()
+    system: tuple[SystemRequirement, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ class Variant:
     deps: tuple[str, ...] = ()
     recipe_file: str = ""
     notes: tuple[str, ...] = ()
+    #: what the build is pinned to: source digest or commit, toolchain versions, Conan refs
+    pins: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,8 @@ def check_set(recipes: list[Recipe]) -> list[Diagnostic]:
                                            f"{req.name}{req.spec} but {other.display} has "
                                            f"version {other.version}",
                                            "relax the specifier or change that recipe", line))
-        for i, ref in enumerate(r.requires.conan):
+        for i, creq in enumerate(r.requires.conan):
+            ref = creq.ref
             name, _, version = ref.partition("/")
             if name in conan_refs and conan_refs[name][0] != version:
                 loc, line = _loc(r, ("requires", "conan", i))

@@ -63,11 +63,14 @@ def compiler_settings(host: HostFacts) -> tuple[str, str, str]:
 
 def profile(*, host: HostFacts, build_type: str, jobs: int, cflags: Sequence[str],
             cxxflags: Sequence[str], ldflags: Sequence[str], compilers: Mapping[str, str],
-            platform_requires: Sequence[str] = (), cppstd: str = "17") -> str:
+            platform_requires: Sequence[str] = (), platform_tool_requires: Sequence[str] = (),
+            cppstd: str = "17") -> str:
     compiler, version, libcxx = compiler_settings(host)
     pr = ""
     if platform_requires:
         pr = "[platform_requires]\n" + "\n".join(platform_requires) + "\n"
+    if platform_tool_requires:
+        pr += "[platform_tool_requires]\n" + "\n".join(platform_tool_requires) + "\n"
     return _template("profile.tmpl").substitute(
         host=f"{host.os}-{host.arch}", os=_OS.get(host.os, host.os.capitalize()),
         arch=_ARCH.get(host.arch, host.arch), compiler=compiler, compiler_version=version,

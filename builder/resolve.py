@@ -20,12 +20,15 @@ from packaging.version import InvalidVersion, Version
 
 from . import backends as registry
 from . import render
-from .errors import Diagnostic, UnsupportedError, UsageError
+from .errors import Diagnostic, Location, UnsupportedError, UsageError
 from .host import HostFacts
 from .model import Option, OptionValue, Recipe
 from .plan import BUILD, CACHED, SKIP, BuildPlan, Variant
 from .recipes import RecipeSet
 from .steps import VariantContext, cmake_steps, kernel_steps
+from .subst import substitute, variables
+from .system import conan_problem, missing_system
+from .system import table as system_table
 from .workspace import Workspace
 
 #: bump when the meaning of a plan changes, so that old caches are not reused
@@ -52,6 +55,7 @@ class Request:
     memory_budget: int = 0  # bytes; 0: derived from the host
     jobs: int = 0  # 0: the host's CPUs
     run_tests: bool = True
+    conan_remote: str = ""  # a configured Conan remote for `provider: remote` requirements
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,12 @@ def _key(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _arch_name(backend: str, text: str) -> str:
+    """Legacy knobs write CUDA archs as `80` or `90a`: builder's names are sm_XX."""
+    t = text.strip()
+    return f"sm_{t}" if backend == "cuda" and t[:1].isdigit() else t
+
+
 def _tool_problem(tool: str, spec: str, host: HostFacts) -> tuple[str, str] | None:
     info = host.tool(tool)
     if info is None:
@@ -251,6 +261,8 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         spec = recipe.backend(backend)
         assert spec is not None
         problems: list[tuple[str, str]] = []
+        vnotes: list[str] = []
+        options = resolve_options(recipe, request, vnotes)
         unavailable = be.host_unavailable(host)
         if unavailable:
             problems.append((unavailable.reason, unavailable.fix))
@@ -262,21 +274,52 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         for tool, tspec in [*implied, *spec.tools]:
             if be.tool == tool and unavailable:
                 continue
+            if "${" in tspec:  # e.g. ${options.cuda_version}: a bare version pins it exactly
+                tspec = substitute(tspec, {f"options.{k}": option_text(v)
+                                           for k, v in options.items()}).strip()
+                if tspec and tspec[0].isdigit():
+                    tspec = f"=={tspec}.*"
             p = _tool_problem(tool, tspec, host)
             if p and p not in problems:
                 problems.append(p)
         archs: list[str] = []
         skipped_archs: list[tuple[str, str, str]] = []
-        for arch in spec.archs:
+        wanted_archs = list(spec.archs)
+        if spec.archs_option and options.get(spec.archs_option):
+            override = options[spec.archs_option]
+            assert isinstance(override, tuple)
+            wanted_archs = [_arch_name(backend, a) for a in override]
+            bad = [a for a in wanted_archs if not be.arch_belongs(a)]
+            if bad:
+                raise UsageError(f"{recipe.name}: option {spec.archs_option}: '{bad[0]}' is not "
+                                 f"a {backend} architecture")
+        for arch in wanted_archs:
             bad = None if unavailable else be.arch_unavailable(arch, host)
             if bad is None:
                 archs.append(arch)
             elif request.skip_unsupported:
                 skipped_archs.append((arch, bad.reason, bad.fix))
-            else:
+            elif arch in spec.archs:
                 arch_errors.append(_arch_diag(recipe, backend, arch, bad.reason, bad.fix))
-        vnotes: list[str] = []
-        options = resolve_options(recipe, request, vnotes)
+            else:
+                raise UnsupportedError([Diagnostic(
+                    Location(f"option {spec.archs_option}"), "", bad.reason,
+                    bad.fix + "; or pass --skip-unsupported")])
+        for creq in recipe.requires.conan:
+            cp = (conan_problem(creq, host) if creq.provider == "system" else None
+                  if request.conan_remote else
+                  (f"{creq.ref} comes from a Conan remote and none was given",
+                   "pass --conan-remote NAME (a remote configured in the project's Conan home)"))
+            if cp:
+                problems.append(cp)
+        for sreq in recipe.requires.system:
+            if sreq.when and options.get(sreq.when[len("${options."):-1]) is not True:
+                continue
+            missing = missing_system(sreq.packages, host)
+            if missing:
+                why = f" ({sreq.why})" if sreq.why else ""
+                problems.append((f"system package(s) {', '.join(missing)} not installed{why}",
+                                 f"apt-get install {' '.join(sreq.packages)}"))
         if recipe.enabled_by and options.get(recipe.enabled_by) is False:
             problems.insert(0, (f"disabled: option {recipe.enabled_by} is false",
                                 f"-o {recipe.name}:{recipe.enabled_by}=true to build it"))
@@ -314,7 +357,10 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         tools = {t: (host.tool(t).version if host.tool(t) else "")  # type: ignore[union-attr]
                  for t in ("cmake", "cxx", "conan", *([be.tool] if be.tool else []))}
         py_info = host.python(py_for_build) if py_for_build else None
-        key = _key(FORMAT, render.templates_digest(), recipe.name, recipe.version, model_digest(recipe), src_digest, backend,
+        conan_pins = [(c.ref, c.provider, dict(host.system_packages).get(
+            system_table().get(c.name, {}).get("version_of", ""), ""))
+            for c in recipe.requires.conan]
+        key = _key(FORMAT, render.templates_digest(), conan_pins, recipe.name, recipe.version, model_digest(recipe), src_digest, backend,
                    build_type, archs, sorted((k, option_text(v)) for k, v in options.items()),
                    python and (py_info.full if py_info else python), tools,
                    [d.key for d in deps])
@@ -331,7 +377,13 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
             options=tuple((k, option_text(v)) for k, v in options.items()), key=key,
             prefix=str(ws.install_dir(recipe.name, vdir)), status=status, reason=reason,
             fix=fix, deps=tuple(d.id for d in deps), recipe_file=recipe.display,
-            notes=tuple(vnotes))
+            notes=tuple(vnotes),
+            pins=tuple(sorted({
+                "source": ",".join(src_digest),
+                **{f"toolchain.{t}": v for t, v in tools.items()},
+                **{f"conan.{ref}": f"{prov} {ver}".strip() for ref, prov, ver in conan_pins},
+                **({"python": py_info.full} if python and py_info else {}),
+            }.items())))
         memo[memo_key] = variant
         ctx = VariantContext(recipe=recipe, variant=variant, host=host, ws=ws, jobs=jobs,
                              options=options, python=py_info, deps=tuple(
@@ -342,7 +394,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              measured={f: (p, t) for f, p, t in state.measured},
                              kernel_installs=dict(state.kernel_installs),
                              skipped_archs=tuple(skipped_archs), env=dict(request.env),
-                             run_tests=request.run_tests,
+                             run_tests=request.run_tests, conan_remote=request.conan_remote,
                              test_pythons=tuple(_pythons_for(recipe, request, host))
                              if not python else (python,))
         new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" else cmake_steps(ctx)
@@ -405,8 +457,6 @@ def _ordered(variants: list[Variant]) -> list[Variant]:
 def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple[
         tuple[str, str], ...]:
     """The environment variables a plan may depend on (kept small and explicit)."""
-    from .subst import variables
-
     names = {"HOME"}
     for r in recipes:
         names.update(n for o in r.options for n in (o.env, o.legacy_env) if n)

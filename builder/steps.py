@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
+
 from . import backends as registry
 from . import render
 from .host import HostFacts, PythonInfo
@@ -25,6 +27,7 @@ from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe
 from .plan import BUILD, CACHED, SKIP, Step, Variant
 from .fetch import source_key
 from .subst import substitute
+from .system import table as system_table
 from .wheel import dist_name, wheel_tag
 from .workspace import Workspace
 
@@ -54,6 +57,7 @@ class VariantContext:
     env: dict[str, str]
     test_pythons: tuple[str, ...]
     run_tests: bool = True
+    conan_remote: str = ""
 
     @property
     def vdir(self) -> str:
@@ -193,9 +197,12 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     if ctx.python and (r.python.versions or r.requires.python):
         defines["Python_EXECUTABLE"] = ctx.python.path
         defines["Python3_EXECUTABLE"] = ctx.python.path
-        if ctx.python.torch_cmake and any(p.lower().startswith("torch")
-                                          for p in r.requires.python):
-            defines["CMAKE_PREFIX_PATH"] = ctx.python.torch_cmake
+        # CMake config files shipped by required Python packages (torch, pybind11), taken
+        # from the interpreter the build targets — never whatever python3 is on PATH
+        wanted = {Requirement(t).name.lower() for t in r.requires.python}
+        prefixes = [where for name, where in ctx.python.cmake_prefixes if name in wanted]
+        if prefixes:
+            defines["CMAKE_PREFIX_PATH"] = ";".join(prefixes)
     for o in r.options:
         if o.cmake:
             defines[o.cmake] = vals[f"options.{o.name}"]
@@ -221,12 +228,15 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     compilers = {"c": _tool(host, "cc", "cc"), "cpp": _tool(host, "cxx", "c++")}
     if be.tool and be.cmake_language == "CUDA":
         compilers["cuda"] = _tool(host, "nvcc", "nvcc")
-    platform = [ref for ref in r.requires.conan]
+    system_refs = [c for c in r.requires.conan if c.provider == "system"]
+    platform = [c.ref for c in system_refs]
+    platform_tools = [c.ref for c in system_refs if system_table().get(c.name, {}).get("tool")]
     files = {
         str(bdir / "conan" / "conanfile.py"): render.conanfile(
             name=r.name, version=r.version, recipe_file=r.display, variant_id=v.id,
             options={"backend": v.backend, "archs": ";".join(v.archs), **dict(v.options)},
-            requires=[f"{d.recipe}/{d.version}" for d, _ in ctx.deps] + list(r.requires.conan),
+            requires=[f"{d.recipe}/{d.version}" for d, _ in ctx.deps] + [
+                c.ref for c in r.requires.conan],
             stage=str(stage),
             dep_options={f"{d.recipe}/*:{k}": val for d, _ in ctx.deps for k, val in
                          (("backend", d.backend), ("archs", ";".join(d.archs)),
@@ -234,7 +244,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
         str(bdir / "conan" / "profile"): render.profile(
             host=host, build_type=v.build_type, jobs=ctx.jobs, cflags=sub(flags.c),
             cxxflags=sub(flags.cxx), ldflags=sub(flags.ld), compilers=compilers,
-            platform_requires=platform),
+            platform_requires=platform, platform_tool_requires=platform_tools),
     }
     if use_pch:
         files[str(pch_file)] = render.pch_cmake(r.memory.pch_headers)
@@ -259,7 +269,9 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              params=(("files", json.dumps(files, sort_keys=True)),)),
         Step(id=f"{sid}/conan-install", kind="conan-install", variant=sid,
              commands=((conan, "install", str(bdir / "conan"), "--output-folder",
-                        str(bdir / "gen"), "-pr:a", profile, "-nr"),),
+                        str(bdir / "gen"), "-pr:a", profile,
+                        *(("-r", ctx.conan_remote) if ctx.conan_remote and any(
+                            c.provider == "remote" for c in r.requires.conan) else ("-nr",))),),
              env=conan_env, cwd=str(bdir), deps=(f"{sid}/render",),
              outputs=(str(bdir / "gen" / "conan_toolchain.cmake"),), status=status,
              reason=reason, fix=fix, timeout=600),

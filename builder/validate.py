@@ -220,6 +220,10 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
                 d.add(("backends", bname, "tools", tool), f"unknown tool '{tool}'",
                       _did_you_mean(tool, list(KNOWN_TOOLS)) or
                       f"known tools: {', '.join(KNOWN_TOOLS)}", key=True)
+            if "${" in specifier:
+                _check_substitutions(specifier, ("backends", bname, "tools", tool), d,
+                                     opt_names)
+                continue
             try:
                 SpecifierSet(specifier)
             except InvalidSpecifier:
@@ -252,6 +256,18 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
             except InvalidSpecifier:
                 d.add(("requires", "recipes", i, "version"), f"invalid version specifier "
                       f"'{r['version']}'", "use a PEP 440 specifier such as \">=1.0,<2\"")
+    for i, x in enumerate(req.get("system") or ()):
+        when = x.get("when", "")
+        names = variables(when)
+        if when and (len(names) != 1 or not names[0].startswith("options.") or
+                     options.get(names[0][8:], {}).get("type") != "bool"):
+            d.add(("requires", "system", i, "when"), f"'{when}' must be ${{options.NAME}} "
+                  "naming a bool option", "e.g. when: ${options.multinuma}")
+    for bname, spec in backends.items():
+        opt = spec.get("archs_option")
+        if opt and options.get(opt, {}).get("type") != "list":
+            d.add(("backends", bname, "archs_option"), f"archs_option names '{opt}', which is "
+                  "not a list option", f"declare options.{opt} with type: list")
     for i, text in enumerate(req.get("python") or ()):
         try:
             Requirement(text)
@@ -415,7 +431,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
             name=b, tools=tuple((spec.get("tools") or {}).items()),
             archs=tuple(spec.get("archs") or ()), os=tuple(spec.get("os") or ()),
             flags=_layers(spec.get("flags")), defines=_defines(spec.get("defines")),
-            formats=tuple(spec.get("formats") or ()))
+            formats=tuple(spec.get("formats") or ()), archs_option=spec.get("archs_option", ""))
             for b, spec in data["backends"].items()),
         flags=_layers(data.get("flags")), defines=_defines(data.get("defines")),
         memory=m.Memory(
@@ -429,7 +445,13 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         requires=m.Requires(
             recipes=tuple(m.RecipeRequirement(r["name"], r.get("version", ""))
                           for r in req.get("recipes") or ()),
-            conan=tuple(req.get("conan") or ()), python=tuple(req.get("python") or ())),
+            conan=tuple(m.ConanRequirement(c) if isinstance(c, str) else
+                        m.ConanRequirement(c["ref"], c.get("provider", "system"))
+                        for c in req.get("conan") or ()),
+            python=tuple(req.get("python") or ()),
+            system=tuple(m.SystemRequirement(tuple(x["packages"]), x.get("when", ""),
+                                             x.get("why", ""))
+                         for x in req.get("system") or ())),
         python=m.PythonSpec(tuple(py.get("versions", ())), py.get("abi", "none"),
                             py.get("package", "python")),
         tests=tuple(m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),

@@ -21,7 +21,9 @@ ALL = ("3.9", "3.10", "3.11", "3.12", "3.13")
 
 @pytest.fixture(scope="module")
 def repo_recipes() -> list[Recipe]:
-    return RecipeSet.load(REPO / "recipes").recipes
+    """The bundled recipes this file was written against (others may be added)."""
+    return [r for r in RecipeSet.load(REPO / "recipes").recipes
+            if r.name in ("gllm-kernels", "libamm", "llaisys")]
 
 
 @pytest.fixture(scope="module")
@@ -241,9 +243,9 @@ def test_formats(repo_recipes: list[Recipe]) -> None:
 # ---------------------------------------------------------------------------- workflow
 
 
-def test_committed_workflow_matches_the_generator(repo_recipes: list[Recipe]) -> None:
+def test_committed_workflow_matches_the_generator() -> None:
     committed = REPO / ".github" / "workflows" / "build.yml"
-    want = matrix.workflow(matrix.ci_matrix(repo_recipes))
+    want = matrix.workflow(matrix.ci_matrix(RecipeSet.load(REPO / "recipes").recipes))
     assert committed.is_file(), "run `builder matrix --write-workflow`"
     assert committed.read_text(encoding="utf-8") == want, \
         "the workflow is stale: run `builder matrix --write-workflow` and commit it"

@@ -24,7 +24,8 @@ def plan_for(project: Path, names: list[str], facts: str, **req: object) -> Buil
     ws = Workspace.at(project)
     rs = RecipeSet.load(ws.recipes_dir)
     roots = rs.select(names, ws.recipes_dir)
-    request = Request(env=ENV, **req)  # type: ignore[arg-type]
+    req.setdefault("env", ENV)
+    request = Request(**req)  # type: ignore[arg-type]
     return resolve(roots, rs, request, host(facts), read_state(ws, rs.closure(roots)), ws)
 
 

@@ -1,0 +1,119 @@
+"""Third-party Conan requirements from system packages, legacy knobs, lockfiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from builder.errors import PlanError
+from builder.lockfile import check, lock_data
+from builder.plan import BUILD, SKIP
+from builder.resolve import OptionOverride
+from builder.system import upstream_version
+from tests.unit.test_resolve import plan_for
+
+DEPS = """\
+requires:
+  conan: [protobuf/3.21.12, {ref: gtest/1.12.1, provider: system}]
+  system:
+    - packages: [libnuma-dev]
+      when: "${options.numa}"
+      why: NUMA support
+"""
+
+
+def _with(project: Path, name: str, extra: str) -> None:
+    recipe = project / "recipes" / f"{name}.yaml"
+    recipe.write_text(recipe.read_text() + extra)
+
+
+def test_debian_versions() -> None:
+    assert upstream_version("3.21.12-3+deb12u1") == "3.21.12"
+    assert upstream_version("1:1.2.13.dfsg-1") == "1.2.13.dfsg"
+    assert upstream_version("0.6.0-2") == "0.6.0"
+
+
+def test_system_provider_renders_platform_requires(project: Path) -> None:
+    _with(project, "greet", DEPS)
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text().replace(
+        "options:\n", "options:\n  numa: {type: bool, default: false}\n"))
+    plan = plan_for(project, ["greet"], "linux-cuda13")
+    assert plan.variants[0].status == BUILD
+    files = json.loads(plan.steps[0].param("files"))
+    profile = next(t for p, t in files.items() if p.endswith("profile"))
+    assert "[platform_requires]\nprotobuf/3.21.12\ngtest/1.12.1\n" in profile
+    assert "[platform_tool_requires]\nprotobuf/3.21.12\n" in profile
+    assert "conan.protobuf/3.21.12" in dict(plan.variants[0].pins)
+    numa = plan_for(project, ["greet"], "linux-cuda13",
+                    options=(OptionOverride("greet", "numa", "true"),))
+    v = numa.variants[0]
+    assert v.status == SKIP and "libnuma-dev not installed (NUMA support)" in v.reason
+    assert v.fix == "apt-get install libnuma-dev"
+
+
+def test_missing_or_mismatched_system_packages(project: Path) -> None:
+    _with(project, "greet", "requires:\n  conan: [protobuf/3.20.0, zlib/1.2.13]\n")
+    v = plan_for(project, ["greet"], "linux-cuda13").variants[0]
+    assert v.status == SKIP
+    assert v.reason == ("protobuf/3.20.0: the system has protobuf 3.21.12 (libprotobuf-dev "
+                        "3.21.12-3+deb12u1)")
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text().replace("protobuf/3.20.0, ", ""))
+    v = plan_for(project, ["greet"], "linux-cuda13").variants[0]
+    assert v.reason == "zlib/1.2.13: system package(s) zlib1g-dev not installed"
+    assert v.fix == "apt-get install zlib1g-dev"
+
+
+def test_remote_provider_needs_a_remote(project: Path) -> None:
+    _with(project, "greet", "requires:\n  conan: [{ref: fmt/10.2.1, provider: remote}]\n")
+    v = plan_for(project, ["greet"], "linux-cuda13").variants[0]
+    assert v.status == SKIP and "--conan-remote" in v.fix
+    plan = plan_for(project, ["greet"], "linux-cuda13", conan_remote="team")
+    install = plan.step(f"{plan.variants[0].id}/conan-install").commands[0]
+    assert install[-2:] == ("-r", "team")
+
+
+def test_legacy_arch_knob_with_embedded_quotes(project: Path) -> None:
+    recipe = project / "recipes" / "vecadd.yaml"
+    recipe.write_text(recipe.read_text().replace(
+        "    archs: [sm_80, sm_90]", "    archs: [sm_80, sm_90]\n    archs_option: sm") +
+        "options:\n  sm: {type: list, default: [], legacy_env: AS_CUDA_SM}\n")
+    plan = plan_for(project, ["vecadd"], "linux-cuda13")
+    assert plan.variants[0].archs == ("sm_80", "sm_90")
+    env_plan = plan_for(project, ["vecadd"], "linux-cuda13",
+                        env=(("HOME", "/h"), ("AS_CUDA_SM", "'80;86;89;90a'")))
+    v = env_plan.variants[0]
+    assert v.archs == ("sm_80", "sm_86", "sm_89", "sm_90a")
+    assert any("AS_CUDA_SM is deprecated; use -o vecadd:sm=80;86;89;90a" in n
+               for n in env_plan.notes)
+    configure = env_plan.step(f"{v.id}/configure").commands[0]
+    assert "-DCMAKE_CUDA_ARCHITECTURES=80;86;89;90a" in configure
+
+
+def test_exact_cuda_pin(project: Path) -> None:
+    recipe = project / "recipes" / "vecadd.yaml"
+    recipe.write_text(recipe.read_text().replace('nvcc: ">=12.0"', 'nvcc: "${options.cuda}"') +
+                      "options:\n  cuda: {type: str, default: '>=12.0', legacy_env: AS_CUDA_VERSION}\n")
+    assert plan_for(project, ["vecadd"], "linux-cuda13").variants[0].status == BUILD
+    pinned = plan_for(project, ["vecadd"], "linux-cuda13",
+                      env=(("HOME", "/h"), ("AS_CUDA_VERSION", "12.4")))
+    v = pinned.variants[0]
+    assert (v.status, v.reason) == (SKIP, "nvcc 13.0.88 does not satisfy ==12.4.*")
+
+
+def test_lockfile_refuses_differences(project: Path, tmp_path: Path) -> None:
+    plan = plan_for(project, ["app"], "linux-cuda13")
+    lock = tmp_path / "builder.lock"
+    lock.write_text(json.dumps(lock_data(plan)))
+    check(plan, lock)  # identical: fine
+    loud = plan_for(project, ["app"], "linux-cuda13",
+                    options=(OptionOverride("greet", "loud", "true"),))
+    with pytest.raises(PlanError) as e:
+        check(loud, lock)
+    assert "greet/cpu-release: option loud: locked 'False', now 'True'" in str(e.value)
+    h100 = plan_for(project, ["app"], "h100")
+    with pytest.raises(PlanError, match=r"pin toolchain.cxx: locked '12.2.0', now '13.3.0'"):
+        check(h100, lock)
