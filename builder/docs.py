@@ -37,8 +37,8 @@ def _rows(node: dict[str, Any], root: dict[str, Any], prefix: str, out: list[str
           depth: int) -> None:
     node = _resolve(node, root)
     props = node.get("properties", {})
-    for name, sub in props.items():
-        sub = _resolve(sub, root)
+    for name, raw in props.items():
+        sub = _resolve(raw, root)
         path = f"{prefix}.{name}" if prefix else name
         desc = " ".join(str(sub.get("description", "")).split())
         out.append(f"| `{path}` | {_type(sub)} | {desc} |")

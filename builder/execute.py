@@ -97,6 +97,7 @@ class Executor:
         self.on_event = on_event or (lambda e: None)
         self.on_line = on_line
         self.keep_going = keep_going
+        self.broker: Any = None  # the running build step's memory broker, for progress
 
     def _emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",
               index: int = 0) -> None:
@@ -149,12 +150,12 @@ class Executor:
         log = self._log_path(step)
         cwd = Path(step.cwd) if step.cwd else self.ws.root
         cwd.mkdir(parents=True, exist_ok=True)
+        callback = None
+        if self.on_line is not None:
+            sink = self.on_line
+            callback = lambda line, sid=step.id: sink(sid, line)  # noqa: E731
         for n, argv in enumerate(step.commands):
             path = log if n == 0 else log.with_suffix(f".{n}.log")
-            callback = None
-            if self.on_line is not None:
-                sink = self.on_line
-                callback = lambda line, sid=step.id: sink(sid, line)  # noqa: E731
             res = self.runner.run(argv, cwd=cwd, env_changes=dict(step.env), log_path=path,
                                   timeout=step.timeout, on_line=callback)
             if res.interrupted:
@@ -208,12 +209,15 @@ class Executor:
             recipe_globs=tuple((g, int(n)) for g, n in cfg.get("recipe_globs", [])),
             lowmem_flags=tuple(cfg.get("lowmem_flags", []))))
         broker.start()
+        self.broker = broker
         try:
             self._commands(replace(step, env=(*step.env, ("BUILDER_BROKER", str(sock)))))
         finally:
+            self.broker = None
             broker.stop()
             report = self.ws.state / "reports" / f"{_safe_name(step.id)}.jobs.json"
             _atomic_write(report, json.dumps({"step": step.id, "budget": cfg["budget"],
+                                              "wall0": broker.wall0,
                                               "slots": cfg["slots"],
                                               "prediction": json.loads(
                                                   step.param("prediction") or "{}"),

@@ -18,7 +18,7 @@ import platform
 import re
 import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +110,7 @@ class HostFacts:
                              default_python=str(data.get("default_python", "")),
                              gpus=tuple(data.get("gpus", ())), source=file,
                              system_packages=tuple(tuple(x) for x in data.get(
-                                 "system_packages", ())),  # type: ignore[misc]
+                                 "system_packages", ())),
                              builder_python=str(data.get("builder_python", "")))
         except (KeyError, TypeError, ValueError) as exc:
             raise RecipeError([Diagnostic(Location(file), "", f"not a host-facts file: {exc}",
@@ -187,7 +187,8 @@ def _rocm_bitcode_targets(hipcc: str) -> tuple[str, ...]:
              "/usr/lib", str(Path(hipcc).resolve().parent.parent)]
     found: set[str] = set()
     for root in filter(None, roots):
-        for pat in ("amdgcn/bitcode/oclc_isa_version_*.bc", "lib/amdgcn/bitcode/oclc_isa_version_*.bc"):
+        for pat in ("amdgcn/bitcode/oclc_isa_version_*.bc",
+                    "lib/amdgcn/bitcode/oclc_isa_version_*.bc"):
             for f in glob.glob(os.path.join(root, pat)):
                 found.add("gfx" + Path(f).stem.rsplit("_", 1)[-1])
     return tuple(sorted(found, key=lambda g: (len(g), g)))
@@ -390,12 +391,12 @@ def probe_memory() -> MemoryFacts:
         except (OSError, ValueError):
             pass
         # the tightest limit on the way from our cgroup up to the root applies
-        base = Path("/sys/fs/cgroup/memory")
+        v1_root = Path("/sys/fs/cgroup/memory")
         parts = [p for p in own.split("/") if p]
-        limits = [_read_int(str(base.joinpath(*parts[:i]) / "memory.limit_in_bytes"))
+        limits = [_read_int(str(v1_root.joinpath(*parts[:i]) / "memory.limit_in_bytes"))
                   for i in range(len(parts) + 1)]
         limit = min((x for x in limits if x), default=0)
-        writable = os.access(base.joinpath(*parts), os.W_OK)
+        writable = os.access(v1_root.joinpath(*parts), os.W_OK)
     return MemoryFacts(total=mi.get("MemTotal", 0), available=mi.get("MemAvailable", 0),
                        swap=mi.get("SwapTotal", 0), cgroup_version=version,
                        cgroup_limit=limit, cgroup_writable=writable)
@@ -448,5 +449,5 @@ def probe(cache_file: Path | None = None, python_packages: tuple[str, ...] = (),
         platform.system(), platform.system().lower())
     return HostFacts(os=system, arch=platform.machine(), cpus=cpus, memory=probe_memory(),
                      tools=tools, pythons=pythons,
-                     default_python="%d.%d" % sys.version_info[:2], gpus=_probe_gpus(),
+                     default_python="{}.{}".format(*sys.version_info[:2]), gpus=_probe_gpus(),
                      builder_python=sys.executable, system_packages=installed)

@@ -19,7 +19,8 @@ BUILD, CACHED, SKIP = "build", "cached", "skip"
 @dataclass(frozen=True)
 class Step:
     id: str
-    kind: str  # render | conan-install | configure | build | stage | test | export | publish | kernel
+    # render | conan-install | configure | build | stage | test | export | publish | kernel
+    kind: str
     variant: str
     commands: tuple[tuple[str, ...], ...] = ()
     env: tuple[tuple[str, str], ...] = ()

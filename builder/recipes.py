@@ -197,7 +197,7 @@ def _cycles(by_name: dict[str, Recipe]) -> list[Diagnostic]:
             if req.name not in by_name:
                 continue
             if state.get(req.name) == 1:
-                cycle = stack[stack.index(req.name):] + [req.name]
+                cycle = [*stack[stack.index(req.name):], req.name]
                 r = by_name[name]
                 idx = [q.name for q in r.requires.recipes].index(req.name)
                 loc, line = _loc(r, ("requires", "recipes", idx))

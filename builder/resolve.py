@@ -271,9 +271,10 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              f"{', '.join(spec.os)} only", f"use a {spec.os[0]} host"))
         implied = [("cmake", ""), ("ninja", ""), ("conan", ""), ("cxx", "")] \
             if recipe.build_system == "cmake" else []
-        for tool, tspec in [*implied, *spec.tools]:
+        for tool, written in [*implied, *spec.tools]:
             if be.tool == tool and unavailable:
                 continue
+            tspec = written
             if "${" in tspec:  # e.g. ${options.cuda_version}: a bare version pins it exactly
                 tspec = substitute(tspec, {f"options.{k}": option_text(v)
                                            for k, v in options.items()}).strip()
@@ -289,10 +290,10 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
             override = options[spec.archs_option]
             assert isinstance(override, tuple)
             wanted_archs = [_arch_name(backend, a) for a in override]
-            bad = [a for a in wanted_archs if not be.arch_belongs(a)]
-            if bad:
-                raise UsageError(f"{recipe.name}: option {spec.archs_option}: '{bad[0]}' is not "
-                                 f"a {backend} architecture")
+            foreign = [a for a in wanted_archs if not be.arch_belongs(a)]
+            if foreign:
+                raise UsageError(f"{recipe.name}: option {spec.archs_option}: '{foreign[0]}' is "
+                                 f"not a {backend} architecture")
         for arch in wanted_archs:
             bad = None if unavailable else be.arch_unavailable(arch, host)
             if bad is None:
@@ -360,7 +361,8 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         conan_pins = [(c.ref, c.provider, dict(host.system_packages).get(
             system_table().get(c.name, {}).get("version_of", ""), ""))
             for c in recipe.requires.conan]
-        key = _key(FORMAT, render.templates_digest(), conan_pins, recipe.name, recipe.version, model_digest(recipe), src_digest, backend,
+        key = _key(FORMAT, render.templates_digest(), conan_pins, recipe.name, recipe.version,
+                   model_digest(recipe), src_digest, backend,
                    build_type, archs, sorted((k, option_text(v)) for k, v in options.items()),
                    python and (py_info.full if py_info else python), tools,
                    [d.key for d in deps])
@@ -464,8 +466,8 @@ def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple
         for t in r.tests:
             texts.extend(t.run)
             texts.extend(v for _, v in t.env)
-        for t in texts:
-            names.update(n[4:] for n in variables(t) if n.startswith("env."))
+        for text in texts:
+            names.update(n[4:] for n in variables(text) if n.startswith("env."))
     return tuple(sorted((n, environ[n]) for n in names if n in environ))
 
 

@@ -135,7 +135,8 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
     fetched: set[str] = set()
     if (ws.state / "sources").is_dir():
         fetched = {p.name for p in (ws.state / "sources").iterdir() if is_fetched(p)}
-    return State(wheels=wheels, fetched=frozenset(fetched), compile_units=tuple(sorted(units.items())),
+    return State(wheels=wheels, fetched=frozenset(fetched),
+                 compile_units=tuple(sorted(units.items())),
                  measured=measured, source_digests=tuple(sorted(source_digests.items())),
                  file_digests=tuple(sorted(file_digests.items())),
                  installed=frozenset(installed), kernel_artifacts=frozenset(artifacts),

@@ -20,12 +20,12 @@ from packaging.requirements import Requirement
 
 from . import backends as registry
 from . import render
+from .fetch import source_key
 from .host import HostFacts, PythonInfo
 from .memory.estimate import estimate
 from .memory.policy import simulate
 from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe
 from .plan import BUILD, CACHED, SKIP, Step, Variant
-from .fetch import source_key
 from .subst import substitute
 from .system import table as system_table
 from .wheel import dist_name, wheel_tag
@@ -150,7 +150,7 @@ def _test_steps(ctx: VariantContext, after: str, prefix_value: str
                             cwd=substitute(t.cwd, vals) if t.cwd else vals["build"]
                             if ctx.recipe.build_system == "cmake" else vals["source"],
                             deps=(prev,), status=st, reason=rs, fix=fx,
-                            timeout=t.timeout, inputs_hash=_digest(v.key, sid.split("/")[-1])))
+                            timeout=t.timeout, inputs_hash=_digest(v.key, sid.rpartition("/")[2])))
             if not optional:  # a GPU-only test skipped here does not hold the build back
                 prev = sid
     return out, prev
@@ -191,7 +191,9 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     stage = ws.stage_dir(r.name, ctx.vdir)
     vals = ctx.values()
     flags = r.flags.for_build_type(v.build_type) + spec.flags.for_build_type(v.build_type)
-    sub = lambda xs: [substitute(x, vals) for x in xs]  # noqa: E731
+
+    def sub(xs: tuple[str, ...]) -> list[str]:
+        return [substitute(x, vals) for x in xs]
 
     defines: dict[str, str] = dict(be.cmake_defines(v.archs))
     if ctx.python and (r.python.versions or r.requires.python):

@@ -99,14 +99,17 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
             _schema_diag(sub, d)
             return
     if v == "additionalProperties" and isinstance(err.instance, dict):
+        assert isinstance(err.schema, dict)  # our schema is JSON: every subschema is a dict
         allowed = list(err.schema.get("properties", {}))
         extras = [k for k in err.instance if k not in allowed]
         for extra in extras:
             hint = _did_you_mean(extra, allowed) or (
                 f"allowed keys here: {', '.join(allowed)}" if allowed else "")
-            d.add(path + (extra,), f"unknown key '{extra}'", hint, key=True)
+            d.add((*path, extra), f"unknown key '{extra}'", hint, key=True)
         return
     if v == "required":
+        # `required` is a list in our schema and only reports on objects
+        assert isinstance(err.validator_value, list) and isinstance(err.instance, dict)
         missing = [k for k in err.validator_value if k not in err.instance]
         for k in missing:
             d.add(path, f"missing required key '{k}'",
@@ -115,11 +118,12 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
     if "propertyNames" in err.schema_path and v in ("enum", "pattern"):
         bad = str(err.instance)
         if v == "enum":
+            assert isinstance(err.validator_value, list)  # `enum` is a list throughout our schema
             choices = [str(c) for c in err.validator_value]
-            d.add(path + (bad,), f"unknown name '{bad}'", _did_you_mean(bad, choices) or
+            d.add((*path, bad), f"unknown name '{bad}'", _did_you_mean(bad, choices) or
                   f"choose one of: {', '.join(choices)}", key=True)
         else:
-            d.add(path + (bad,), f"invalid name '{bad}'",
+            d.add((*path, bad), f"invalid name '{bad}'",
                   "use lowercase letters, digits and '_', starting with a letter", key=True)
         return
     if v == "propertyNames":
@@ -127,9 +131,9 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
         names = err.validator_value.get("enum") if isinstance(err.validator_value, dict) else None
         if names:
             hint = _did_you_mean(bad, names) or f"choose one of: {', '.join(names)}"
-            d.add(path + (bad,), f"unknown name '{bad}'", hint, key=True)
+            d.add((*path, bad), f"unknown name '{bad}'", hint, key=True)
         else:
-            d.add(path + (bad,), f"invalid name '{bad}'",
+            d.add((*path, bad), f"invalid name '{bad}'",
                   "use lowercase letters, digits and '_', starting with a letter", key=True)
         return
     if v == "type":
@@ -147,6 +151,7 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
         d.add(path, f"expected {want_s}, got {_type_name(err.instance)}", hint)
         return
     if v == "enum":
+        assert isinstance(err.validator_value, list)  # `enum` is a list throughout our schema
         choices = [str(c) for c in err.validator_value]
         hint = (_did_you_mean(str(err.instance), choices) if isinstance(err.instance, str)
                 else "") or f"choose one of: {', '.join(choices)}"
@@ -183,7 +188,7 @@ def _check_option(name: str, spec: dict[str, Any], d: _Diags) -> None:
         return isinstance(value, t) and not (t is int and isinstance(value, bool))
 
     if not ok(default, py) or (typ == "list" and not all(isinstance(x, str) for x in default)):
-        d.add(base + ("default",), f"default {default!r} is not of type {typ}",
+        d.add((*base, "default"), f"default {default!r} is not of type {typ}",
               f"give a {typ} value" + (" (a list of strings)" if typ == "list" else ""))
         return
     allowed = spec.get("allowed")
@@ -192,12 +197,12 @@ def _check_option(name: str, spec: dict[str, Any], d: _Diags) -> None:
     item_t = str if typ == "list" else py
     for i, a in enumerate(allowed):
         if not ok(a, item_t):
-            d.add(base + ("allowed", i), f"allowed value {a!r} is not of type "
+            d.add((*base, "allowed", i), f"allowed value {a!r} is not of type "
                   f"{'str' if typ == 'list' else typ}")
     values = default if typ == "list" else [default]
     for v in values:
         if v not in allowed:
-            d.add(base + ("default",), f"default {v!r} is not one of the allowed values",
+            d.add((*base, "default"), f"default {v!r} is not one of the allowed values",
                   f"allowed: {', '.join(map(str, allowed))}")
 
 

@@ -54,7 +54,7 @@ def build_wheel(src: Path, out_dir: Path, name: str, version: str, tag: str,
         files.append((rel, p.read_bytes(), p.stat().st_mode))
     if not files:
         raise ValueError(f"no files to package under {src}")
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if summary:
         meta.append(f"Summary: {summary}")
     meta += [f"Requires-Dist: {r}" for r in requires]

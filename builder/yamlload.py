@@ -114,7 +114,7 @@ class _Builder:
         if isinstance(node, yaml.ScalarNode):
             return _scalar(node)
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for knode, vnode in node.value:
@@ -129,13 +129,13 @@ class _Builder:
                     continue
                 key = str(knode.value)
                 if key in out:
-                    first = self.pos.keys.get(path + (key,), (0, 0))
+                    first = self.pos.keys.get((*path, key), (0, 0))
                     self.errors.append(self._diag(
-                        knode, path + (key,), f"duplicate key '{key}' (first defined on "
+                        knode, (*path, key), f"duplicate key '{key}' (first defined on "
                         f"line {first[0]})", "remove one of the two"))
                     continue
-                self.pos.keys[path + (key,)] = self._loc(knode)
-                out[key] = self.build(vnode, path + (key,))
+                self.pos.keys[(*path, key)] = self._loc(knode)
+                out[key] = self.build(vnode, (*path, key))
             return out
         raise AssertionError(f"unknown YAML node {node!r}")  # pragma: no cover
 
@@ -160,11 +160,11 @@ def load_text(text: str, file: str) -> tuple[Any, Positions]:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-        raise RecipeError([Diagnostic(Location(file, line, col), "",
+        lineno, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        raise RecipeError([Diagnostic(Location(file, lineno, col), "",
                                       f"YAML syntax error: {exc.problem or exc.context}",
                                       "check indentation and quoting near this line",
-                                      pos.line_text(line))]) from None
+                                      pos.line_text(lineno))]) from None
     except yaml.YAMLError as exc:
         raise RecipeError([Diagnostic(Location(file), "", f"YAML error: {exc}")]) from None
     if node is None:

@@ -112,6 +112,7 @@ class CudaBackend:
                        host: HostFacts, fmt: str) -> KernelCommand:
         nvcc = host.tool("nvcc")
         exe = nvcc.path if nvcc else "nvcc"
+        target: tuple[str, ...]
         if fmt == "fatbin":  # SASS for the arch plus its PTX, for JIT on newer GPUs
             base = arch.removeprefix("sm_")
             target = ("-gencode", f"arch=compute_{base},code=[sm_{base},compute_{base}]")

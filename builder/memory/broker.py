@@ -67,6 +67,7 @@ class Broker:
         self.grants: dict[str, tuple[bool, bool]] = {}
         self.records: list[JobRecord] = []
         self.t0 = time.monotonic()
+        self.wall0 = time.time()  # to place the jobs on the build's timeline
         self._n = 0
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -183,6 +184,18 @@ class Broker:
                         self.grants.pop(rec.id, None)
                         self.exclusive.discard(rec.id)
                         self._schedule()
+
+    def snapshot(self) -> dict[str, Any]:
+        """What runs now, for live progress: jobs with their reserved memory."""
+        with self.cond:
+            running = [r for r in self.records if r.started and not r.ended and
+                       r.id in self.running]
+            return {"budget": self.cfg.budget, "waiting": len(self.waiting),
+                    "reserved": sum(self.running.values()),
+                    "running": [{"file": r.file, "reserve": r.reserve, "source": r.source,
+                                 "seconds": time.monotonic() - self.t0 - r.started}
+                                for r in running],
+                    "done": sum(1 for r in self.records if r.ended)}
 
     def report(self) -> list[dict[str, Any]]:
         with self.cond:

@@ -11,6 +11,7 @@ and runs CMD with admission control alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -100,14 +101,10 @@ def peak(group: Path) -> int:
 
 def remove(group: Path) -> None:
     parent_procs = group.parent / "cgroup.procs"
-    try:
+    with contextlib.suppress(OSError):
         _write(parent_procs, str(os.getpid()))
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(OSError):
         group.rmdir()
-    except OSError:
-        pass
 
 
 def main(argv: list[str]) -> int:

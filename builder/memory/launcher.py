@@ -11,6 +11,7 @@ the compiler.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -76,8 +77,10 @@ def run_measured(argv: list[str], interval: float = 0.1) -> tuple[int, int, floa
     err = bytearray()
 
     def pump() -> None:
-        assert proc.stderr is not None
-        for chunk in iter(lambda: proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+        # stderr=PIPE with the default buffering is always a BufferedReader
+        stream = proc.stderr
+        assert isinstance(stream, io.BufferedReader)
+        for chunk in iter(lambda: stream.read1(65536), b""):
             sys.stderr.buffer.write(chunk)
             sys.stderr.buffer.flush()
             err.extend(chunk)

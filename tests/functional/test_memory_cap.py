@@ -31,7 +31,7 @@ def test_torch_tus_under_a_cap_that_two_at_once_would_overrun(project: Path) -> 
         [sys.executable, "-m", "builder.memory.cgroup", "--limit", str(CAP), "--name",
          f"test{os.getpid()}", "--", sys.executable, "-m", "builder", "build", "torchy",
          "--jobs", "2"], cwd=project, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+        env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "OOM kills: 0" in out  # the outer cap never had to kill anything

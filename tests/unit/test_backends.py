@@ -60,7 +60,8 @@ def test_hosts_without_the_backend() -> None:
     metal = backends.get("metal").host_unavailable(linux)
     assert metal is not None and metal.reason == "metal: needs a macOS host with xcrun"
     assert backends.get("metal").host_unavailable(mac) is None
-    cmd = backends.get("metal").kernel_command("k.metal", "apple-m3", "out.metallib", (), mac, "metallib")
+    cmd = backends.get("metal").kernel_command("k.metal", "apple-m3", "out.metallib", (), mac,
+                                               "metallib")
     assert cmd.commands[0][:4] == ("xcrun", "-sdk", "macosx", "metal")
     assert cmd.commands[1][-1] == "out.metallib"
 

@@ -154,7 +154,8 @@ def test_python_abi_none_builds_once_for_every_python(project: Path) -> None:
 
 def test_python_abi_cpython_builds_per_python(project: Path) -> None:
     recipe = project / "recipes" / "greet.yaml"
-    recipe.write_text(recipe.read_text() + 'python:\n  versions: ["3.11", "3.12"]\n  abi: cpython\n')
+    recipe.write_text(recipe.read_text() +
+                      'python:\n  versions: ["3.11", "3.12"]\n  abi: cpython\n')
     plan = plan_for(project, ["greet"], "linux-cuda13", pythons=("all",))
     assert [v.python for v in plan.variants] == ["3.11", "3.12"]
     configure = plan.step(f"{plan.variants[1].id}/configure").commands[0]
@@ -177,7 +178,8 @@ def test_missing_python_requirement_is_a_skip_with_the_install_command(project: 
 def test_kernel_formats_one_step_each(project: Path) -> None:
     recipe = project / "recipes" / "kern.yaml"
     recipe.write_text(recipe.read_text().replace("archs: [sm_75, sm_80]",
-                                                 "archs: [sm_75, sm_80]\n    formats: [ptx, cubin, fatbin]"))
+                                                 "archs: [sm_75, sm_80]\n"
+                                                 "    formats: [ptx, cubin, fatbin]"))
     plan = plan_for(project, ["kern"], "linux-cuda13")
     steps = {s.id.rsplit("/", 1)[1]: s for s in plan.steps if s.kind == "kernel"}
     assert len(steps) == 9

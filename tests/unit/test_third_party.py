@@ -96,7 +96,8 @@ def test_legacy_arch_knob_with_embedded_quotes(project: Path) -> None:
 def test_exact_cuda_pin(project: Path) -> None:
     recipe = project / "recipes" / "vecadd.yaml"
     recipe.write_text(recipe.read_text().replace('nvcc: ">=12.0"', 'nvcc: "${options.cuda}"') +
-                      "options:\n  cuda: {type: str, default: '>=12.0', legacy_env: AS_CUDA_VERSION}\n")
+                      "options:\n"
+                      "  cuda: {type: str, default: '>=12.0', legacy_env: AS_CUDA_VERSION}\n")
     assert plan_for(project, ["vecadd"], "linux-cuda13").variants[0].status == BUILD
     pinned = plan_for(project, ["vecadd"], "linux-cuda13",
                       env=(("HOME", "/h"), ("AS_CUDA_VERSION", "12.4")))

@@ -122,7 +122,8 @@ def _set(tmp_path: Path, texts: dict[str, str]) -> None:
 
 
 def test_unknown_required_recipe_and_version_conflict(tmp_path: Path) -> None:
-    _set(tmp_path, {"a": "requires:\n  recipes:\n    - {name: bb}\n    - {name: c, version: '>=2'}\n",
+    _set(tmp_path, {"a": "requires:\n  recipes:\n"
+                         "    - {name: bb}\n    - {name: c, version: '>=2'}\n",
                     "b": "", "c": ""})
     with pytest.raises(RecipeError) as e:
         RecipeSet.load(tmp_path / "recipes")
