@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .errors import BuilderError, Interrupted, PlanError, UsageError
@@ -136,6 +137,15 @@ def _parser() -> argparse.ArgumentParser:
     mx.add_argument("--write-workflow", action="store_true",
                     help="write .github/workflows/build.yml (one job per matrix entry, each "
                          "running its nox session)")
+
+    rp = sub.add_parser("report", help="an HTML page (or JSON) about the last build",
+                        description="Timeline of compile jobs per slot, memory over time "
+                        "against the budget, translation units by peak memory and time, plan "
+                        "summary and cache hits — one self-contained page, no network.")
+    rp.add_argument("--format", choices=("html", "json"), default="html")
+    rp.add_argument("--output", type=Path, metavar="FILE",
+                    help="where to write the page (default: .builder/report.html)")
+    rp.add_argument("--open", action="store_true", help="open it in a browser")
 
     sc = sub.add_parser("schema", help="print the recipe JSON Schema (or its reference table)")
     sc.add_argument("--format", choices=("json", "markdown"), default="json")
@@ -306,15 +316,33 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                 if v.status == SKIP:
                     print(f"  skipped {v.id}: {v.reason}")
             return 0
-        printer = LinePrinter(quiet=args.quiet, verbose=args.verbose)
+        from .record import BuildRecorder, load_times
+
+        recorder = BuildRecorder(plan, ws)
+        live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
+        printer: Any = LinePrinter(quiet=args.quiet, verbose=args.verbose)
         print(f"building: {counts[BUILD]} step(s) to run, {counts[CACHED]} cached, "
               f"{counts[SKIP]} skipped — logs in {display_path(ws.logs)}")
         for n in plan.notes:
             print(f"note: {n}")
-        ex = Executor(plan, ws, runner or SubprocessRunner(), on_event=printer.event,
-                      keep_going=args.keep_going,
-                      on_line=printer.line if args.verbose else None)
-        summary = ex.run()
+        ex = Executor(plan, ws, runner or SubprocessRunner(), keep_going=args.keep_going)
+        if live:
+            from .progress import LiveProgress
+
+            printer = LiveProgress(plan, ex, load_times(ws), verbose=args.verbose)
+
+        def on_event(e: Any) -> None:
+            recorder.event(e)
+            printer.event(e)
+
+        ex.on_event = on_event
+        ex.on_line = printer.line if args.verbose else None
+        if live:
+            with printer:
+                summary = ex.run()
+        else:
+            summary = ex.run()
+        recorder.save(summary)
     for failure in summary.failed:
         print(failure.render(), file=sys.stderr)
     status = "failed" if not summary.ok else "done"
@@ -368,6 +396,21 @@ def cmd_lock(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace, ws: Workspace) -> int:
+    from . import report
+
+    if args.format == "json":
+        print(json.dumps(report.load(ws), indent=1, sort_keys=True))
+        return 0
+    path = report.write(ws, args.output)
+    print(f"wrote {display_path(path)}")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(path.resolve().as_uri())
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     from .docs import markdown
     from .validate import schema
@@ -388,7 +431,8 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
                                if os.environ.get("BUILDER_STATE_DIR") else None)
     ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
-                "build": cmd_build, "schema": cmd_schema, "lock": cmd_lock, "matrix": cmd_matrix}
+                "build": cmd_build, "schema": cmd_schema, "lock": cmd_lock,
+                "report": cmd_report, "matrix": cmd_matrix}
     try:
         if args.command == "build":
             return cmd_build(args, ws, runner)

@@ -22,7 +22,7 @@ from .workspace import Workspace
 def step_key(step_id: str) -> str:
     """``lib/cpu-release-abc123/build`` → ``lib/cpu-release/build``: stable across input
     changes, so that history predicts the next build of the same variant."""
-    recipe, vdir, name = (step_id.split("/", 2) + ["", ""])[:3]
+    recipe, vdir, name = [*step_id.split("/", 2), "", ""][:3]
     parts = vdir.split("-")
     if len(parts) > 1 and len(parts[-1]) == 12:
         parts = parts[:-1]

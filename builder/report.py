@@ -17,7 +17,7 @@ from typing import Any
 from .errors import UsageError
 from .workspace import Workspace
 
-W, LANE, PAD = 1100, 22, 140
+W, LANE, PAD = 1150, 22, 240
 
 
 def load(ws: Workspace) -> dict[str, Any]:
@@ -78,10 +78,12 @@ def _mib(n: float) -> str:
 def svg_timeline(data: dict[str, Any]) -> str:
     jobs = sorted(data.get("compile_jobs", []), key=lambda j: j["t_start"])
     steps = [s for s in data.get("steps", []) if "start" in s and "end" in s]
-    t0 = data["started"]
-    t1 = max([data["ended"], *(j["t_end"] for j in jobs)])
+    t0 = float(data["started"])
+    t1 = max([float(data["ended"]), *(float(j["t_end"]) for j in jobs)])
     span = max(t1 - t0, 1e-3)
-    x = lambda t: PAD + (W - PAD - 10) * (t - t0) / span  # noqa: E731
+    def x(t: float) -> float:
+        return PAD + (W - PAD - 10) * (t - t0) / span
+
     lanes = _lanes(jobs)
     n_lanes = max(lanes, default=-1) + 1
     h = 30 + LANE * (n_lanes + len(steps)) + 20
@@ -102,7 +104,8 @@ def svg_timeline(data: dict[str, Any]) -> str:
     base = 30 + LANE * n_lanes + 10
     for i, s in enumerate(steps):
         y = base + LANE * i
-        label = s["id"].split("/", 1)[-1][-38:]
+        recipe, _, rest = s["id"].partition("/")
+        label = f"{recipe}/{rest.partition('/')[2]}"[-34:]
         out.append(f'<text x="4" y="{y + 15}" class="lbl">{html.escape(label)}</text>')
         out.append(f'<rect class="step {s.get("status", "")}" x="{x(s["start"]):.1f}" y="{y}" '
                    f'width="{max(x(s["end"]) - x(s["start"]), 1.5):.1f}" height="{LANE - 6}">'
@@ -114,20 +117,26 @@ def svg_timeline(data: dict[str, Any]) -> str:
 def svg_memory(data: dict[str, Any]) -> str:
     jobs = data.get("compile_jobs", [])
     budget = float(data.get("budget") or 1)
-    t0 = data["started"]
-    t1 = max([data["ended"], *(j["t_end"] for j in jobs)])
+    t0 = float(data["started"])
+    t1 = max([float(data["ended"]), *(float(j["t_end"]) for j in jobs)])
     span = max(t1 - t0, 1e-3)
     edges = sorted({t0, t1, *(j["t_start"] for j in jobs), *(j["t_end"] for j in jobs)})
     used = [sum(int(j.get("peak") or j.get("estimate") or 0) for j in jobs
                 if j["t_start"] <= t < j["t_end"]) for t in edges]
     top = max([budget * 1.1, *used]) or 1.0
     h = 220
-    x = lambda t: PAD + (W - PAD - 10) * (t - t0) / span  # noqa: E731
-    y = lambda m: h - 20 - (h - 40) * m / top  # noqa: E731
-    pts = []
-    for t, m in zip(edges, used, strict=True):
-        pts.append(f"{x(t):.1f},{pts and pts[-1].split(',')[1] or f'{y(0):.1f}'}")
-        pts.append(f"{x(t):.1f},{y(m):.1f}")
+    def x(t: float) -> float:
+        return PAD + (W - PAD - 10) * (t - t0) / span
+
+    def y(m: float) -> float:
+        return h - 20 - (h - 40) * m / top
+
+    pts: list[str] = []
+    level = y(0)
+    for t, m in zip(edges, used, strict=True):  # a step function: across, then up or down
+        pts.append(f"{x(t):.1f},{level:.1f}")
+        level = y(m)
+        pts.append(f"{x(t):.1f},{level:.1f}")
     out = [f'<svg id="memory" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}">',
            f'<polyline class="mem" points="{" ".join(pts)}"/>',
            f'<line class="budget" x1="{PAD}" x2="{W - 10}" y1="{y(budget):.1f}" '
