@@ -89,6 +89,13 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE",
                         help="memory the build may use, e.g. 6GiB (default: available memory "
                              "or the cgroup limit, less a reserve)")
+        sp.add_argument("--compiler-cache", choices=("none", "ccache", "sccache"),
+                        default=os.environ.get("BUILDER_COMPILER_CACHE", "none"),
+                        help="compile through a compiler cache (default: "
+                             "$BUILDER_COMPILER_CACHE or none)")
+        sp.add_argument("--cache-remote", default="", metavar="URL",
+                        help="remote storage for the compiler cache, e.g. "
+                             "redis://127.0.0.1:6379")
         sp.add_argument("--conan-remote", default="", metavar="NAME",
                         help="Conan remote for requirements with `provider: remote`")
         sp.add_argument("-j", "--jobs", type=int, default=0, help="parallel compile jobs "
@@ -205,7 +212,8 @@ def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request: 
                    env=env_snapshot(os.environ, roots), skip_unsupported=args.skip_unsupported,
                    memory_budget=args.memory_budget, jobs=args.jobs,
                    run_tests=not getattr(args, "no_tests", False),
-                   conan_remote=args.conan_remote)
+                   conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
+                   cache_remote=args.cache_remote)
 
 
 def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
@@ -345,6 +353,12 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         recorder.save(summary)
     for failure in summary.failed:
         print(failure.render(), file=sys.stderr)
+    if ex.cache_stats:
+        hits = sum(c["hits"] for c in ex.cache_stats)
+        misses = sum(c["misses"] for c in ex.cache_stats)
+        remote = sum(c.get("remote_hits", 0) for c in ex.cache_stats)
+        print(f"compiler cache: {hits} hit(s), {misses} miss(es)" +
+              (f", {remote} from the remote" if remote else ""))
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "

@@ -98,6 +98,7 @@ class Executor:
         self.on_line = on_line
         self.keep_going = keep_going
         self.broker: Any = None  # the running build step's memory broker, for progress
+        self.cache_stats: list[dict[str, int]] = []  # compiler cache hits/misses per build
 
     def _emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",
               index: int = 0) -> None:
@@ -210,14 +211,18 @@ class Executor:
             lowmem_flags=tuple(cfg.get("lowmem_flags", []))))
         broker.start()
         self.broker = broker
+        cache_before = compiler_cache_stats(dict(step.env))
         try:
             self._commands(replace(step, env=(*step.env, ("BUILDER_BROKER", str(sock)))))
         finally:
             self.broker = None
             broker.stop()
             report = self.ws.state / "reports" / f"{_safe_name(step.id)}.jobs.json"
+            cache = _stats_delta(cache_before, compiler_cache_stats(dict(step.env)))
+            if cache:
+                self.cache_stats.append(cache)
             _atomic_write(report, json.dumps({"step": step.id, "budget": cfg["budget"],
-                                              "wall0": broker.wall0,
+                                              "wall0": broker.wall0, "compiler_cache": cache,
                                               "slots": cfg["slots"],
                                               "prediction": json.loads(
                                                   step.param("prediction") or "{}"),
@@ -342,6 +347,33 @@ class Executor:
             registry = {}
         registry[str(tree)] = step.inputs_hash
         _atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))
+
+
+def compiler_cache_stats(env: dict[str, str]) -> dict[str, int] | None:
+    """ccache's counters for the cache a build step uses (None without ccache)."""
+    if "CCACHE_DIR" not in env:
+        return None
+    from .runner import capture
+
+    rc, out = capture(["ccache", "--print-stats"], env={**os.environ, **env})
+    if rc != 0:
+        return None
+    stats: dict[str, int] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition("\t")
+        if value.strip().isdigit():
+            stats[key] = int(value)
+    return stats
+
+
+def _stats_delta(before: dict[str, int] | None, after: dict[str, int] | None
+                 ) -> dict[str, int]:
+    if before is None or after is None:
+        return {}
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    hits = d.get("direct_cache_hit", 0) + d.get("preprocessed_cache_hit", 0)
+    return {"hits": hits, "misses": d.get("cache_miss", 0),
+            "remote_hits": d.get("remote_storage_hit", 0)}
 
 
 def needs_work(plan: BuildPlan) -> bool:

@@ -205,6 +205,7 @@ _TOOL_PROBES: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "hipcc": (["--version"], ("hipcc",)),
     "xcrun": (["--version"], ("xcrun",)),
     "ccache": (["--version"], ("ccache",)),
+    "sccache": (["--version"], ("sccache",)),
     "git": (["--version"], ("git",)),
     "patch": (["--version"], ("patch",)),
 }

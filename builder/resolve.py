@@ -56,6 +56,8 @@ class Request:
     jobs: int = 0  # 0: the host's CPUs
     run_tests: bool = True
     conan_remote: str = ""  # a configured Conan remote for `provider: remote` requirements
+    compiler_cache: str = "none"  # none | ccache | sccache
+    cache_remote: str = ""  # remote storage for the compiler cache, e.g. redis://127.0.0.1:6379
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,12 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 raise UnsupportedError([Diagnostic(
                     Location(f"option {spec.archs_option}"), "", bad.reason,
                     bad.fix + "; or pass --skip-unsupported")])
+        if request.compiler_cache != "none" and recipe.build_system == "cmake":
+            cc = _tool_problem(request.compiler_cache, "", host)
+            if cc:
+                problems.append((f"--compiler-cache {request.compiler_cache}: {cc[0]}",
+                                 f"apt-get install {request.compiler_cache}, or drop "
+                                 "--compiler-cache"))
         for creq in recipe.requires.conan:
             cp = (conan_problem(creq, host) if creq.provider == "system" else None
                   if request.conan_remote else
@@ -397,6 +405,8 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              kernel_installs=dict(state.kernel_installs),
                              skipped_archs=tuple(skipped_archs), env=dict(request.env),
                              run_tests=request.run_tests, conan_remote=request.conan_remote,
+                             compiler_cache=request.compiler_cache,
+                             cache_remote=request.cache_remote,
                              test_pythons=tuple(_pythons_for(recipe, request, host))
                              if not python else (python,))
         new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" else cmake_steps(ctx)

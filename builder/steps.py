@@ -58,6 +58,8 @@ class VariantContext:
     test_pythons: tuple[str, ...]
     run_tests: bool = True
     conan_remote: str = ""
+    compiler_cache: str = "none"
+    cache_remote: str = ""
 
     @property
     def vdir(self) -> str:
@@ -222,7 +224,13 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
             defines[var] = " ".join(sub(flags.get(lang)))
 
     # Every compile goes through the memory launcher, which asks the build's broker.
-    launcher = ";".join((host.builder_python or "python3", "-m", "builder.memory.launcher"))
+    # (chained with a compiler cache: the memory launcher admits, then runs ccache/sccache)
+    chain = [host.builder_python or "python3", "-m", "builder.memory.launcher"]
+    cache_env: list[tuple[str, str]] = []
+    if ctx.compiler_cache != "none":
+        chain.append(_tool(host, ctx.compiler_cache, ctx.compiler_cache))
+        cache_env = compiler_cache_env(ctx)
+    launcher = ";".join(chain)
     for lang in ("C", "CXX", *([be.cmake_language] if be.cmake_language else [])):
         defines.setdefault(f"CMAKE_{lang}_COMPILER_LAUNCHER", launcher)
     prediction = memory_prediction(ctx)
@@ -286,7 +294,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              cwd=str(bdir), deps=(f"{sid}/conan-install",), status=status, reason=reason,
              fix=fix, timeout=1800),
         Step(id=f"{sid}/build", kind="build", variant=sid,
-             commands=(build_argv,),
+             commands=(build_argv,), env=tuple(cache_env),
              cwd=str(bdir), deps=(f"{sid}/configure",), status=status, reason=reason, fix=fix,
              memory=prediction["peak"], timeout=BUILD_TIMEOUT,
              params=(("prediction", json.dumps(prediction, sort_keys=True)),
@@ -318,6 +326,22 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
     return [_with_hash(s, v.key) for s in steps]
+
+
+def compiler_cache_env(ctx: VariantContext) -> list[tuple[str, str]]:
+    """Settings that make the compiler cache hit across build folders and workspaces:
+    paths below the project root are hashed relative to it."""
+    root = str(ctx.ws.root)
+    if ctx.compiler_cache == "ccache":
+        env = [("CCACHE_DIR", str(ctx.ws.state / "ccache")), ("CCACHE_BASEDIR", root),
+               ("CCACHE_NOHASHDIR", "1"), ("CCACHE_COMPILERCHECK", "content")]
+        if ctx.cache_remote:
+            env.append(("CCACHE_REMOTE_STORAGE", ctx.cache_remote))
+        return env
+    env = [("SCCACHE_DIR", str(ctx.ws.state / "sccache")), ("SCCACHE_BASEDIRS", root)]
+    if ctx.cache_remote:
+        env.append(("SCCACHE_REDIS_ENDPOINT", ctx.cache_remote))
+    return env
 
 
 def switch(value: bool | str, vals: dict[str, str]) -> bool:

@@ -29,8 +29,8 @@ from .errors import Diagnostic, RecipeError
 from .subst import is_known, variables
 from .yamlload import PathKey, Positions, format_path
 
-KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "nvcc", "hipcc", "xcrun", "ccache", "git",
-               "patch")
+KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "nvcc", "hipcc", "xcrun", "ccache",
+               "sccache", "git", "patch")
 _SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20,
                "GiB": 2**30, "TiB": 2**40}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -132,3 +133,17 @@ def test_generic_precompiled_headers(project: Path, cli) -> None:  # type: ignor
     assert r.code == 0, r.out + r.err
     pch = list((project / ".builder" / "build" / "greet").glob("*/cmake/**/cmake_pch.hxx"))
     assert pch and "#include <vector>" in pch[0].read_text()
+
+
+def test_compiler_cache_chained_with_the_memory_launcher(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    need("conan", "cmake", "ninja", "g++", "ccache")
+    r = cli("build", "app", "--compiler-cache", "ccache", cwd=project)
+    assert r.code == 0, r.out + r.err
+    assert "compiler cache: 0 hit(s), 2 miss(es)" in r.out
+    for sub in ("build", "stage", "install"):
+        shutil.rmtree(project / ".builder" / sub)
+    again = cli("build", "app", "--compiler-cache", "ccache", cwd=project)
+    assert again.code == 0 and "compiler cache: 2 hit(s), 0 miss(es)" in again.out
+    [report] = (project / ".builder" / "reports").glob("greet_*build.jobs.json")
+    assert json.loads(report.read_text())["compiler_cache"] == {"hits": 1, "misses": 0,
+                                                                 "remote_hits": 0}
