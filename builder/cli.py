@@ -224,6 +224,7 @@ def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
     host = _host(ws, rs, facts_file)
     request = _request(args, roots, plan_all)
     state = read_state(ws, rs.closure(roots))
+    args.root_names = [r.name for r in roots]  # what the user asked for, for error checks
     return resolve(roots, rs, request, host, state, ws)
 
 
@@ -290,10 +291,19 @@ def cmd_plan(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def _check_requested(plan: BuildPlan, args: argparse.Namespace) -> None:
-    """A backend the user asked for by name that cannot be built is an error."""
-    if not args.backend or args.skip_unsupported:
+    """What the user asked for by name and cannot be built is an error: a backend named
+    with --backend, or a recipe named on the command line none of whose variants can be
+    built here (with --all, skips are reported and the rest is built)."""
+    if args.skip_unsupported:
         return
     bad = [v for v in plan.variants if v.status == SKIP and v.backend in args.backend]
+    if not bad and args.recipes and not args.all:
+        named = set(getattr(args, "root_names", ()))
+        by_recipe: dict[str, list[Any]] = {}
+        for v in plan.variants:
+            by_recipe.setdefault(v.recipe, []).append(v)
+        bad = [vs[0] for r, vs in by_recipe.items()
+               if r in named and all(v.status == SKIP for v in vs)]
     if bad:
         v = bad[0]
         raise PlanError(f"cannot build {v.id}: {v.reason}\n  fix: {v.fix}")

@@ -213,6 +213,10 @@ def _python_problem(recipe: Recipe, py: str, host: HostFacts) -> tuple[str, str]
             cmd = f"{info.path} -m pip install torch==2.13.0  # the CPU build"
         if have is None:
             return f"{req.name} is not installed for Python {py} ({info.path})", cmd
+        local = Version(have).local or ""
+        if req.name.lower() == "torch" and local.startswith("cu") and host.tool("nvcc") is None:
+            return (f"torch {have} for Python {py} ({info.path}) is a CUDA build, and this host "
+                    f"has no CUDA toolkit for its CMake config to find", cmd)
         if not req.specifier.contains(Version(have).public, prereleases=True):
             return (f"{req.name} {have} for Python {py} does not satisfy '{text}'", cmd)
     return None

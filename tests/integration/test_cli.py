@@ -149,3 +149,12 @@ def test_cli_module_entry_point_help() -> None:
                          capture_output=True, text=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
     assert "--keep-going" in out and "--memory-budget" in out
+
+
+def test_named_recipe_that_cannot_build_here_is_an_error(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + "requires:\n  python: ['nosuchpkg>=1']\n")
+    r = cli("build", "greet", cwd=project, runner=RecordingRunner())
+    assert r.code == 4
+    assert "cannot build greet/" in r.err and "nosuchpkg is not installed for Python" in r.err
+    assert "fix: " in r.err and "pip install 'nosuchpkg>=1'" in r.err
