@@ -5,7 +5,8 @@ builder options through), and tests, lint, typecheck (what a bare `nox` runs).
 Sessions come from the recipes through builder.matrix (the code behind `builder matrix`).
 builder runs on the interpreter running nox; each build session's uv venv, made from the
 interpreter builder's host probe found for its version, installs and imports the built
-wheels. A session this host cannot run ends as a nox skip with the reason."""
+wheels and runs the recipes' Python tests against them. A session this host cannot run
+ends as a nox skip with the reason."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -131,6 +133,25 @@ def _check_wheels(session: nox.Session, plan: dict[str, object], spec: matrix.Se
         for name in _top_level(wheel):
             session.run("python", "-c", f"import {name}; print('imported', {name}.__name__, "
                         f"'from', {name}.__file__)")
+        _test_installed(session, steps, step)
+
+
+def _test_installed(session: nox.Session, steps: list[Any], wheel_step: dict[str, Any]) -> None:
+    """Run the variant's Python test steps again, now against the installed wheel: the
+    session's python instead of the build's interpreter, without the PYTHONPATH that pointed
+    the build's tests into its install tree."""
+    variant = wheel_step.get("variant")
+    tests = [s for s in steps if s.get("kind") == "test" and s.get("variant") == variant
+             and s.get("status") != "skip" and s.get("commands")]
+    for t in tests:
+        argv = list(t["commands"][0])
+        if not Path(argv[0]).name.startswith("python"):
+            continue  # ctest and friends test the native build, not the wheel
+        env = {k: v for k, v in t.get("env", []) if k != "PYTHONPATH"}
+        cwd = t.get("cwd") or "."
+        session.log(f"{t['id']}: against the installed wheel")
+        with session.chdir(cwd):
+            session.run("python", *argv[1:], env=env)
 
 
 def _build(session: nox.Session, spec: matrix.Session) -> None:
