@@ -95,6 +95,8 @@ def main() -> int:
     ap.add_argument("--cap", default="2.6GiB", help="memory cap of every run (default 2.6GiB: "
                     "two torch translation units at once do not fit)")
     ap.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--fixed", default="", metavar="N,N,…",
+                    help="the fixed -jN runs besides -j<cores> and -j1 (default: every N)")
     args = ap.parse_args()
     why = can_cgroup()
     if why:
@@ -108,7 +110,9 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="memory-cap-"))
     print(f"cap {args.cap}, {args.cores} cores, libamm clean builds; logs in {work}")
     rows = [fixed(cap, args.cores, work, torch_cmake), fixed(cap, 1, work, torch_cmake)]
-    rows += [fixed(cap, j, work, torch_cmake) for j in range(2, args.cores)]
+    extra = [int(x) for x in args.fixed.split(",") if x.strip()] if args.fixed else \
+        list(range(2, args.cores))
+    rows += [fixed(cap, j, work, torch_cmake) for j in extra if j not in (1, args.cores)]
     state = work / "state"
     rows.append(with_builder(cap, state, "cold", work))
     rows.append(with_builder(cap, state, "history", work))
