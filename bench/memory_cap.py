@@ -48,7 +48,9 @@ def capped(cap: int, name: str, argv: list[str], log: Path) -> tuple[int, int, f
     t = time.perf_counter()
     proc = subprocess.run([PY, "-m", "builder.memory.cgroup", "--limit", str(cap), "--name",
                            name, "--", *argv], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))},
+                          check=False)
     secs = time.perf_counter() - t
     out = proc.stdout + proc.stderr
     log.write_text(out)
@@ -129,6 +131,10 @@ def main() -> int:
     for r in rows[-2:]:
         if r["oom"] or not r["ok"]:
             ok = False
+            log = work / f"builder-{str(r['run']).split('(')[1].rstrip(')')}.log"
+            print(f"{r['run']} FAILED; the end of {log}:")
+            print("\n".join(log.read_text().splitlines()[-15:]))
+            continue
         if best:
             ratio = float(r["seconds"]) / float(best["seconds"])
             target = 1.05 if "history" in str(r["run"]) else 1.15
