@@ -11,7 +11,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,24 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--output", type=Path, metavar="FILE",
                     help="where to write the page (default: .builder/report.html)")
     rp.add_argument("--open", action="store_true", help="open it in a browser")
+
+    ca = sub.add_parser("cache", help="disk use of the state folder; prune what no build "
+                        "needs", description="`info`: sizes per kind (sources, builds, stage, "
+                        "installs, kernel artifacts, wheels, Conan packages, logs, leftovers "
+                        "of interrupted builds) and per recipe. `prune`: remove what is not "
+                        "needed — never the newest complete install of each variant, its "
+                        "build folder, what the lockfile pins, or published kernels.")
+    ca.add_argument("action", choices=("info", "prune"))
+    ca.add_argument("--format", choices=("text", "json"), default="text")
+    ca.add_argument("--max-size", metavar="SIZE", help="prune: remove unneeded items, oldest "
+                    "first, until the state folder is no larger than SIZE (e.g. 10GiB)")
+    ca.add_argument("--older-than", metavar="AGE", help="prune: only items not written for "
+                    "AGE (e.g. 30d, 12h)")
+    ca.add_argument("--dry-run", action="store_true", help="prune: only list what would go")
+    ca.add_argument("--lockfile", type=Path, metavar="FILE", help="keep every variant this "
+                    "lockfile pins (default: builder.lock in the project, when present)")
+    ca.add_argument("--no-wait", action="store_true",
+                    help="prune: fail at once if a build holds the workspace")
 
     sc = sub.add_parser("schema", help="print the recipe JSON Schema (or its reference table)")
     sc.add_argument("--format", choices=("json", "markdown"), default="json")
@@ -317,6 +336,13 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
 
     t0 = time.monotonic()
     with workspace_lock(ws, wait=not args.no_wait):
+        if runner is None:
+            from .runner import reap_orphans
+
+            orphans = reap_orphans(str(ws.state))
+            if orphans:
+                print(f"note: stopped {len(orphans)} process(es) that an earlier build "
+                      f"killed with SIGKILL had left running", file=sys.stderr)
         plan = _plan(args, ws, plan_all=False)
         _check_requested(plan, args)
         if args.lockfile is not None:
@@ -343,7 +369,8 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
               f"{counts[SKIP]} skipped — logs in {display_path(ws.logs)}")
         for n in plan.notes:
             print(f"note: {n}")
-        ex = Executor(plan, ws, runner or SubprocessRunner(), keep_going=args.keep_going)
+        ex = Executor(plan, ws, runner or SubprocessRunner(owner=str(ws.state)),
+                      keep_going=args.keep_going)
         if live:
             from .progress import LiveProgress
 
@@ -355,11 +382,17 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
 
         ex.on_event = on_event
         ex.on_line = printer.line if args.verbose else None
-        if live:
-            with printer:
+        try:
+            if live:
+                with printer:
+                    summary = ex.run()
+            else:
                 summary = ex.run()
-        else:
-            summary = ex.run()
+        except (Interrupted, KeyboardInterrupt):
+            from .execute import Summary
+
+            recorder.save(Summary(), interrupted=True)  # last-build.json says so
+            raise
         recorder.save(summary)
     for failure in summary.failed:
         print(failure.render(), file=sys.stderr)
@@ -398,8 +431,9 @@ def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
         if old == text:
             print(f"{display_path(target)} is up to date ({m.job_count} jobs)")
             return 0
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        from .execute import atomic_write
+
+        atomic_write(target, text)
         print(f"wrote {display_path(target)}: {m.job_count} jobs (a plain backend × Python "
               f"matrix would have {m.unfactored})")
     elif args.format == "json":
@@ -435,6 +469,26 @@ def cmd_report(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
+def cmd_cache(args: argparse.Namespace, ws: Workspace) -> int:
+    from . import cache
+
+    max_size, older_than = cache.parse_limits(args.max_size, args.older_than)
+    if args.action == "info":
+        if max_size is not None or older_than is not None or args.dry_run:
+            raise UsageError("--max-size, --older-than and --dry-run go with `cache prune`")
+        data = cache.summary(ws, cache.scan(ws, args.lockfile))
+        out = json.dumps(data, indent=1) + "\n" if args.format == "json" \
+            else cache.format_info(data)
+    else:
+        result = cache.prune(ws, lockfile=args.lockfile, max_size=max_size,
+                             older_than=older_than, dry_run=args.dry_run,
+                             wait=not args.no_wait)
+        out = json.dumps(result, indent=1) + "\n" if args.format == "json" \
+            else cache.format_prune(result)
+    sys.stdout.write(out)
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     from .docs import markdown
     from .validate import schema
@@ -444,6 +498,26 @@ def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     else:
         print(json.dumps(schema(), indent=2))
     return 0
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI job cancelled, `kill`) stops a build like Ctrl-C: the running
+    command's whole process group is stopped and the build is recorded as interrupted."""
+    import signal
+    import threading
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int:
@@ -456,10 +530,11 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
                 "build": cmd_build, "schema": cmd_schema, "lock": cmd_lock,
-                "report": cmd_report, "matrix": cmd_matrix}
+                "report": cmd_report, "matrix": cmd_matrix, "cache": cmd_cache}
     try:
         if args.command == "build":
-            return cmd_build(args, ws, runner)
+            with _terminate_as_interrupt():
+                return cmd_build(args, ws, runner)
         return commands[args.command](args, ws)
     except BuilderError as exc:
         print(exc.render(), file=sys.stderr)

@@ -66,10 +66,16 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+#: Write a text file so that a reader sees the old or the new content, never half.
+atomic_write = _atomic_write
+
+
 def _replace_dir(src: Path, dst: Path) -> None:
     """Move the finished folder ``src`` to ``dst``, replacing what was there."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     old = dst.with_name(f".{dst.name}.old{os.getpid()}")
+    if old.exists():  # left by a killed builder that had this pid
+        shutil.rmtree(old, ignore_errors=True)
     if dst.exists():
         os.replace(dst, old)
     os.replace(src, dst)
@@ -261,15 +267,23 @@ class Executor:
                 if "patch" in Path(failed.argv[0]).name:
                     failed.explanation = "a patch does not apply cleanly to this source"
                 raise
+            marker: dict[str, object] = {k: step.param(k) for k in
+                                         ("kind", "location", "rev", "sha256")}
             if step.param("kind") == "git":
                 from .runner import capture
+                from .validate import is_full_rev
 
-                rc, head = capture(["git", "-C", str(partial), "rev-parse", "HEAD"])
-                if rc != 0 or head.strip() != step.param("rev"):
+                rc, out = capture(["git", "-C", str(partial), "rev-parse", "HEAD"])
+                head, rev = out.strip(), step.param("rev")
+                branch = not is_full_rev(rev)  # opted in with allow_branch
+                if rc != 0 or not is_full_rev(head) or (head != rev and not branch):
                     raise fetch.FetchError(f"{step.param('location')}: checked out "
-                                           f"{head.strip()!r}, expected {step.param('rev')}")
-            fetch.write_marker(partial, {k: step.param(k) for k in
-                                         ("kind", "location", "rev", "sha256")})
+                                           f"{head!r}, expected {rev}")
+                marker["commit"] = head  # what the branch or tag resolved to, now
+                if branch:
+                    with open(self._log_path(step), "a", encoding="utf-8") as log:
+                        log.write(f"# {rev} resolved to commit {head}\n")
+            fetch.write_marker(partial, marker)
             _replace_dir(partial, dest)
         except fetch.FetchError as exc:
             raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
@@ -323,6 +337,10 @@ class Executor:
         for a in artifacts:
             rel = Path(a["path"])
             inside = rel.relative_to(rel.parts[0])  # the layout starts with ${backend}/
+            if inside.is_absolute() or ".." in inside.parts or not inside.parts:
+                raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
+                                 f"refusing to publish {a['path']!r}: it is not a path "
+                                 f"below the install root")
             dest = tmp / inside
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(a["cache"], dest)

@@ -35,9 +35,9 @@ def lock_data(plan: BuildPlan) -> dict[str, Any]:
 
 def write(plan: BuildPlan, path: Path) -> int:
     data = lock_data(plan)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    from .execute import atomic_write
+
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return len(data["variants"])
 
 

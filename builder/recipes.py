@@ -41,8 +41,11 @@ def load_recipe(path: Path) -> Recipe:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RecipeError([Diagnostic(Location(display), "", f"not UTF-8 ({exc.reason} at byte "
-                                      f"{exc.start})", "save the file as UTF-8")]) from None
+        from .yamlload import line_col
+
+        raise RecipeError([Diagnostic(Location(display, *line_col(raw, exc.start)), "",
+                                      f"not UTF-8 ({exc.reason} at byte {exc.start})",
+                                      "save the file as UTF-8")]) from None
     data, pos = load_text(text, display)
     return validate(data, pos, path, display, file_digest(raw))
 

@@ -55,7 +55,9 @@ class BuildRecorder:
         else:
             rec.update(status=e.kind, message=e.message)
 
-    def save(self, summary: Summary) -> Path:
+    def save(self, summary: Summary, interrupted: bool = False) -> Path:
+        """Write the record; ``interrupted``: the build was stopped (Ctrl-C) and the
+        step that was running is left as ``running``, its later steps as ``pending``."""
         kinds = {s.id: s.kind for s in self.plan.steps}
         steps = [{**r, "kind": kinds.get(r["id"], "")} for r in self.steps.values()]
         jobs: list[dict[str, Any]] = []
@@ -75,6 +77,7 @@ class BuildRecorder:
                                  "t_end": wall0 + float(j.get("ended") or j["queued"])})
         counts = self.plan.counts()
         record = {"version": 1, "started": self.started, "ended": time.time(),
+                  "interrupted": interrupted,
                   "host": self.plan.host, "budget": self.plan.memory_budget,
                   "jobs_slots": self.plan.jobs, "counts": counts,
                   "variants": [{"id": v.id, "status": v.status, "reason": v.reason}

@@ -32,14 +32,19 @@ def templates_digest() -> str:
     return h.hexdigest()
 
 
+def _comment(text: str) -> str:
+    """Text for a ``#`` comment line: no character that Python reads as a line end."""
+    return " ".join(text.splitlines())
+
+
 def conanfile(*, name: str, version: str, recipe_file: str, variant_id: str,
               options: Mapping[str, str], requires: Sequence[str], stage: str,
               dep_options: Mapping[str, str]) -> str:
     """``options`` are this package's (all part of its package_id); ``dep_options`` pin
     the options of required recipes (``name/*:option``) to the variants built first."""
     return _template("conanfile.py.tmpl").substitute(
-        name=repr(name), version=repr(version), recipe_file=recipe_file.replace("\n", " "),
-        variant_id=variant_id.replace("\n", " "),
+        name=repr(name), version=repr(version), recipe_file=_comment(recipe_file),
+        variant_id=_comment(variant_id),
         options=repr({k: ["ANY"] for k in options}),
         default_options=repr({**options, **dep_options}),
         requires=repr(tuple(requires)), stage=repr(stage))

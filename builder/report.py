@@ -197,6 +197,7 @@ def render_html(data: dict[str, Any]) -> str:
 def write(ws: Workspace, output: Path | None) -> Path:
     data = load(ws)
     path = output or ws.state / "report.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(data), encoding="utf-8")
+    from .execute import atomic_write
+
+    atomic_write(path, render_html(data))
     return path

@@ -15,18 +15,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from . import backends as registry
 from . import render
-from .errors import Diagnostic, Location, UnsupportedError, UsageError
+from .errors import Diagnostic, Location, RecipeError, UnsupportedError, UsageError
 from .host import HostFacts
 from .model import Option, OptionValue, Recipe
 from .plan import BUILD, CACHED, SKIP, BuildPlan, Variant
 from .recipes import RecipeSet
 from .steps import VariantContext, cmake_steps, kernel_steps
-from .subst import substitute, variables
+from .subst import SubstitutionError, substitute, variables
 from .system import conan_problem, missing_system
 from .system import table as system_table
 from .workspace import Workspace
@@ -182,6 +182,23 @@ def _arch_name(backend: str, text: str) -> str:
     return f"sm_{t}" if backend == "cuda" and t[:1].isdigit() else t
 
 
+def _no_value(recipe: Recipe, name: str) -> RecipeError:
+    """A known ``${name}`` used where it has no value (``${kernel}`` in a define,
+    ``${python}`` in a recipe without Python, anything but options in a tool version)."""
+    line = col = 0
+    lines = recipe.positions.lines if recipe.positions else []
+    for i, text in enumerate(lines, 1):
+        if "${" + name + "}" in text:
+            line, col = i, text.index("${" + name + "}") + 1
+            break
+    return RecipeError([Diagnostic(
+        Location(recipe.display, line, col), "", f"${{{name}}} has no value here",
+        "see the README's substitution table for where each variable may be used "
+        "(${kernel}, ${arch} and ${ext} only in install.layout; ${python} only in recipes "
+        "with python.versions; only ${options.NAME} in tool versions)",
+        lines[line - 1] if line else "")])
+
+
 def _tool_problem(tool: str, spec: str, host: HostFacts) -> tuple[str, str] | None:
     info = host.tool(tool)
     if info is None:
@@ -194,6 +211,9 @@ def _tool_problem(tool: str, spec: str, host: HostFacts) -> tuple[str, str] | No
             ok = Version(info.version) in SpecifierSet(spec)
         except InvalidVersion:
             ok = True  # an unparsable version is not held against the tool
+        except InvalidSpecifier:  # e.g. from an option value: `${options.cuda_version}`
+            return (f"{tool}: '{spec}' is not a valid version specifier",
+                    "give the option a version such as 12.4, or a specifier such as >=12.0")
         if not ok:
             return (f"{tool} {info.version} does not satisfy {spec}",
                     f"install a {tool} matching {spec}")
@@ -282,8 +302,11 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 continue
             tspec = written
             if "${" in tspec:  # e.g. ${options.cuda_version}: a bare version pins it exactly
-                tspec = substitute(tspec, {f"options.{k}": option_text(v)
-                                           for k, v in options.items()}).strip()
+                try:
+                    tspec = substitute(tspec, {f"options.{k}": option_text(v)
+                                               for k, v in options.items()}).strip()
+                except SubstitutionError as exc:
+                    raise _no_value(recipe, exc.name) from None
                 if tspec and tspec[0].isdigit():
                     tspec = f"=={tspec}.*"
             p = _tool_problem(tool, tspec, host)
@@ -413,7 +436,11 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              cache_remote=request.cache_remote,
                              test_pythons=tuple(_pythons_for(recipe, request, host))
                              if not python else (python,))
-        new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" else cmake_steps(ctx)
+        try:
+            new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" \
+                else cmake_steps(ctx)
+        except SubstitutionError as exc:
+            raise _no_value(recipe, exc.name) from None
         if recipe.build_system == "kernels" and status == BUILD and all(
                 s.status == CACHED for s in new_steps):
             variant = replace(variant, status=CACHED)

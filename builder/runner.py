@@ -10,6 +10,7 @@ running anything, for integration tests of the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -57,18 +58,85 @@ class Runner(Protocol):
             on_line: Callable[[str], None] | None = None) -> Result: ...
 
 
-def _child_env(env_changes: Mapping[str, str]) -> dict[str, str]:
+#: Every process a build starts carries ``BUILDER_OWNER=<state folder>`` in its
+#: environment, so that the next build on that folder can find (and stop) what a
+#: builder killed with SIGKILL left running: see :func:`reap_orphans`.
+OWNER_ENV = "BUILDER_OWNER"
+
+
+def _child_env(env_changes: Mapping[str, str], owner: str = "") -> dict[str, str]:
     env = dict(os.environ)
     for k, v in env_changes.items():
         env[k] = v
+    if owner:
+        env[OWNER_ENV] = owner
     return env
 
 
-class SubprocessRunner:
-    """Runs commands for real, one log file each."""
+def _ancestors() -> set[int]:
+    out, pid = {os.getpid()}, os.getpid()
+    while pid > 1:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            pid = int(status.split("PPid:", 1)[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            break
+        out.add(pid)
+    return out
 
-    def __init__(self) -> None:
+
+def owned_processes(owner: str) -> list[int]:
+    """Live processes (not this one or its ancestors) started by a build of ``owner``."""
+    needle = f"{OWNER_ENV}={owner}".encode()
+    mine = _ancestors()
+    found = []
+    try:
+        entries = list(Path("/proc").iterdir())
+    except OSError:  # no /proc (macOS): nothing to find
+        return []
+    for d in entries:
+        if not d.name.isdigit() or int(d.name) in mine:
+            continue
+        try:
+            if needle in (d / "environ").read_bytes().split(b"\0"):
+                found.append(int(d.name))
+        except OSError:  # gone, or another user's
+            continue
+    return found
+
+
+def reap_orphans(owner: str, wait: float = 5.0) -> list[int]:
+    """Kill what an earlier build of ``owner`` left running (its builder was killed
+    with SIGKILL, so it could not stop its children).  Call with the workspace lock
+    held: then no live builder owns these processes.  Returns the pids killed."""
+    pids = owned_processes(owner)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + wait
+    while pids and time.monotonic() < deadline:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            break
+        time.sleep(0.05)
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+class SubprocessRunner:
+    """Runs commands for real, one log file each.  ``owner`` (the state folder) is put
+    in every child's environment, for :func:`reap_orphans`."""
+
+    def __init__(self, owner: str = "") -> None:
         self._current: subprocess.Popen[bytes] | None = None
+        self.owner = owner
 
     def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
             log_path: Path, timeout: float,
@@ -83,7 +151,8 @@ class SubprocessRunner:
                 log.write(f"# env: {k}={v}\n")
             log.flush()
             try:
-                proc = subprocess.Popen(list(argv), cwd=cwd, env=_child_env(env_changes),
+                proc = subprocess.Popen(list(argv), cwd=cwd,
+                                        env=_child_env(env_changes, self.owner),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as exc:

@@ -86,6 +86,14 @@ def manifest_complete(folder: Path, manifest: dict[str, Any]) -> bool:
     return True
 
 
+def _is_file(p: Path) -> bool:
+    """False also for a name the OS refuses (too long, a NUL byte): recipes are data."""
+    try:
+        return p.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
     source_digests: dict[str, str] = {}
     file_digests: dict[str, str] = {}
@@ -95,14 +103,14 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
                 source_digests[s.location] = tree_digest(Path(s.location))
         for s in r.sources:
             for patch in s.patches:
-                if patch not in file_digests and Path(patch).is_file():
+                if patch not in file_digests and _is_file(Path(patch)):
                     file_digests[patch] = file_sha256(Path(patch))
         if r.kernels and r.sources and r.sources[0].kind == "path":
             base = Path(r.sources[0].location) / r.sources[0].subdir
             for k in r.kernels:
                 for _, rel in k.sources:
                     p = base / rel
-                    if str(p) not in file_digests and p.is_file():
+                    if str(p) not in file_digests and _is_file(p):
                         file_digests[str(p)] = file_sha256(p)
     installed: set[str] = set()
     install_root = ws.state / "install"

@@ -167,9 +167,16 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
     partial = str(dest) + ".partial"
     commands: list[tuple[str, ...]] = []
     if src.kind == "git":
+        from .validate import is_full_rev
+
         git = _tool(host, "git", "git")
-        commands += [(git, "clone", "--quiet", "--no-checkout", src.location, partial),
-                     (git, "-C", partial, "checkout", "--quiet", "--detach", src.rev)]
+        if is_full_rev(src.rev):
+            commands += [(git, "clone", "--quiet", "--no-checkout", "--", src.location,
+                          partial),
+                         (git, "-C", partial, "checkout", "--quiet", "--detach", src.rev)]
+        else:  # a branch or tag the recipe opted in to (allow_branch): its tip, now
+            commands += [(git, "clone", "--quiet", "--branch", src.rev, "--", src.location,
+                          partial)]
     patch = _tool(host, "patch", "patch")
     commands += [(patch, "-p1", "--forward", "--batch", "-d", partial, "-i", p)
                  for p in src.patches]
@@ -419,6 +426,21 @@ def kernels_root(ctx: VariantContext) -> Path:
     return Path(root)
 
 
+def _check_layout(recipe: Recipe, layout: str, backend: str) -> None:
+    """The layout after substitution (options and environment variables included) must
+    stay below ``<root>/<backend>/``: no absolute path, no ``..``."""
+    from .errors import PlanError
+    from .validate import layout_problem
+
+    problem = layout_problem(layout)
+    if not problem and layout.split("/", 1)[0] != backend:
+        problem = f"'{layout}' does not start with the backend's folder '{backend}/'"
+    if problem:
+        raise PlanError(f"{recipe.display}: install.layout {recipe.install.layout!r}: "
+                        f"{problem}\n  fix: keep option and environment values used in "
+                        f"the layout free of '/' and '..'")
+
+
 def kernel_steps(ctx: VariantContext) -> list[Step]:
     r, v, host = ctx.recipe, ctx.variant, ctx.host
     be = registry.get(v.backend)
@@ -467,6 +489,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
                 if arch not in skipped:
                     layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
                                                                       ext=fmt))
+                    _check_layout(r, layout, v.backend)
                     artifacts.append({"kernel": k.name, "arch": arch, "format": fmt,
                                       "path": layout, "cache": str(entry / f"{arch}.{fmt}"),
                                       "key": key, **be.artifact_facts(arch, host)})

@@ -12,6 +12,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -51,9 +53,22 @@ def schema() -> dict[str, Any]:
     return result
 
 
+def _anchored(node: Any) -> Any:
+    """The schema with each pattern's final ``$`` made ``\\Z``: Python's ``re.search``
+    lets ``$`` match before a trailing newline (ECMA-262's does not), which would let
+    ``name: "x\\n"`` through."""
+    if isinstance(node, dict):
+        return {k: (v[:-1] + "\\Z" if k == "pattern" and isinstance(v, str) and
+                    v.endswith("$") and not v.endswith("\\$") else _anchored(v))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_anchored(v) for v in node]
+    return node
+
+
 @cache
 def _validator() -> Draft202012Validator:
-    return Draft202012Validator(schema())
+    return Draft202012Validator(_anchored(schema()))
 
 
 class _Diags:
@@ -294,6 +309,11 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
     for k in ("root", "layout"):
         if k in inst:
             _check_substitutions(inst[k], ("install", k), d, opt_names)
+    if "layout" in inst:
+        problem = layout_problem(inst["layout"])
+        if problem:
+            d.add(("install", "layout"), problem, "write a relative path below the root that "
+                  "starts with ${backend}/, e.g. ${backend}/${kernel}/${arch}.${ext}")
     mem = data.get("memory") or {}
     for part in ("unity", "pch"):
         flag = (mem.get(part) or {}).get("enabled")
@@ -332,25 +352,99 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
         for b, arch in (k.get("min_arch") or {}).items():
             if not backend_registry.get(b).arch_belongs(arch):
                 d.add(("kernels", kname, "min_arch", b), f"'{arch}' is not a {b} architecture")
+        for b, rel in k["sources"].items():
+            _check_below(rel, ("kernels", kname, "sources", b), "the source root", d)
+    _check_below((data.get("python") or {}).get("package"), ("python", "package"),
+                 "the install prefix", d)
     for src in _sources(data):
+        _check_below(src.get("subdir"), ("source", "subdir"), "the source root", d)
         for j, patch in enumerate(src.get("patches") or ()):
-            if not (recipe_dir / patch).is_file():
+            if not _resolve(recipe_dir / patch).is_relative_to(project_root):
+                d.add(("source", "patches", j), f"patch file '{patch}' is outside the "
+                      f"recipe's project ({project_root})", "keep patches in the project")
+            elif not _fs_check((recipe_dir / patch).is_file):
                 d.add(("source", "patches", j), f"patch file '{patch}' does not exist",
                       "patch paths are relative to the recipe file's folder")
         if "path" in src:
-            p = (recipe_dir / src["path"]).resolve()
+            p = _resolve(recipe_dir / src["path"])
             where: PathKey = ("source", "path")
             if not p.is_relative_to(project_root):
                 d.add(where, f"'{src['path']}' leaves the recipe's project ({project_root})",
                       "keep path sources inside the project; use git or url sources for "
                       "anything else")
-            elif not p.is_dir():
+            elif not _fs_check(p.is_dir):
                 d.add(where, f"source folder '{src['path']}' does not exist ({p})",
                       "the path is relative to the recipe file's folder")
+        if "git" in src and str(src["git"]).startswith("-"):
+            d.add(("source", "git"), f"'{src['git']}' is not a repository",
+                  "give a URL or a path (a leading '-' would be read as an option)")
         if "git" in src and not _is_full_rev(src.get("rev", "")):
             where = ("source", "rev")
-            d.add(where, f"rev '{src.get('rev')}' is not a full commit id",
-                  "pin a full 40-hex commit (`git rev-parse BRANCH`); branches and tags move")
+            if not src.get("allow_branch"):
+                d.add(where, f"rev '{src.get('rev')}' is not a full commit id",
+                      "pin a full 40-hex commit (`git rev-parse BRANCH`); branches and tags "
+                      "move. To follow a branch anyway, add `allow_branch: true` (not "
+                      "reproducible)")
+            elif not is_ref_name(src.get("rev", "")):
+                d.add(where, f"rev '{src.get('rev')}' is not a branch or tag name",
+                      "use a name such as main or release/1.2 (letters, digits, '.', '_', "
+                      "'-', '/'; not starting with '-')")
+        elif "git" not in src and "allow_branch" in src:
+            d.add(("source", "allow_branch"), "allow_branch only applies to git sources",
+                  "remove it", key=True)
+
+
+def _check_below(rel: Any, path: PathKey, what: str, d: _Diags) -> None:
+    """A relative path from a recipe that must stay below ``what``."""
+    if not isinstance(rel, str):
+        return
+    parts = rel.replace("\\", "/").split("/")
+    if rel.startswith(("/", "\\", "~")) or ".." in parts:
+        d.add(path, f"'{rel}' leaves {what}", f"write a relative path below {what}, "
+              "without '..'")
+
+
+def layout_problem(layout: str) -> str:
+    """Why an ``install.layout`` (as written, or after substitution) could put a file
+    anywhere but below ``<root>/<backend>/``; empty when it cannot."""
+    parts = layout.replace("\\", "/").split("/")
+    if layout.startswith(("/", "\\", "~")):
+        return f"'{layout}' is absolute; the layout is a path below install.root"
+    if ".." in parts:
+        return f"'{layout}' contains '..' and would leave the install root"
+    if len(parts) < 2 or parts[0] not in ("${backend}", "cpu", "cuda", "rocm", "metal") or \
+            "" in parts[1:] or "." in parts:
+        return (f"'{layout}' must start with ${{backend}}/ and name a file below it (each "
+                f"backend's tree is published as one folder)")
+    return ""
+
+
+def _resolve(path: Path) -> Path:
+    """``path.resolve()``; a name the OS refuses (a NUL byte, too long, a symlink loop)
+    gives a path that is nowhere, which the checks then report as missing."""
+    try:
+        return path.resolve()
+    except (OSError, ValueError, RuntimeError):
+        return Path("/nonexistent/\N{REPLACEMENT CHARACTER}")
+
+
+def _fs_check(test: Callable[[], bool]) -> bool:
+    """``Path.is_file``/``is_dir`` that answers False for a name the OS refuses (too long,
+    a NUL byte) instead of raising."""
+    try:
+        return test()
+    except (OSError, ValueError):
+        return False
+
+
+def is_ref_name(rev: str) -> bool:
+    """A branch or tag name that git accepts and that cannot be read as an option."""
+    return bool(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._/-]*", rev)) and ".." not in rev \
+        and "//" not in rev and not rev.endswith(("/", ".", ".lock")) and len(rev) <= 200
+
+
+def is_full_rev(rev: str) -> bool:
+    return _is_full_rev(rev)
 
 
 def _is_full_rev(rev: str) -> bool:

@@ -28,6 +28,8 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
 
 #: Most nodes a document may expand to (aliases included).
 MAX_NODES = 200_000
+#: Deepest nesting of lists and mappings (a recipe needs fewer than ten levels).
+MAX_DEPTH = 100
 
 PathKey = tuple[str | int, ...]
 
@@ -99,6 +101,7 @@ class _Builder:
         self.pos = pos
         self.count = 0
         self.errors: list[Diagnostic] = []
+        self.active: set[int] = set()  # the collections being built, to spot a cycle
 
     def _loc(self, node: yaml.Node) -> tuple[int, int]:
         return node.start_mark.line + 1, node.start_mark.column + 1
@@ -112,7 +115,27 @@ class _Builder:
                                           "nested aliases")])
         self.pos.values.setdefault(path, self._loc(node))
         if isinstance(node, yaml.ScalarNode):
-            return _scalar(node)
+            try:
+                return _scalar(node)
+            except ValueError:  # an integer of more than 4300 digits
+                self.errors.append(self._diag(node, path, "number too large",
+                                              "quote it if it is meant as a string"))
+                return None
+        if len(path) >= MAX_DEPTH:
+            raise RecipeError([self._diag(node, path, f"nested more than {MAX_DEPTH} levels "
+                                          f"deep", "a recipe needs only a few levels; "
+                                          "check the brackets and the indentation")])
+        if id(node) in self.active:
+            raise RecipeError([self._diag(node, path, "an alias refers to a value that "
+                                          "contains it (a recursive alias)",
+                                          "YAML aliases must not form a cycle")])
+        self.active.add(id(node))
+        try:
+            return self._collection(node, path)
+        finally:
+            self.active.discard(id(node))
+
+    def _collection(self, node: yaml.Node, path: PathKey) -> Any:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         if isinstance(node, yaml.MappingNode):
@@ -145,6 +168,20 @@ class _Builder:
                           self.pos.line_text(line))
 
 
+def _code(character: object) -> int:
+    return ord(character) if isinstance(character, str) and len(character) == 1 else \
+        int(character) if isinstance(character, int) else 0
+
+
+def line_col(text: str | bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    if isinstance(text, bytes):
+        return line_col(text[:offset].decode("utf-8", errors="replace"),
+                        len(text[:offset].decode("utf-8", errors="replace")))
+    start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - start + 1
+
+
 def load_text(text: str, file: str) -> tuple[Any, Positions]:
     """Parse ``text`` (named ``file`` in messages) into data and positions."""
     pos = Positions(file=file, lines=text.splitlines())
@@ -165,8 +202,19 @@ def load_text(text: str, file: str) -> tuple[Any, Positions]:
                                       f"YAML syntax error: {exc.problem or exc.context}",
                                       "check indentation and quoting near this line",
                                       pos.line_text(lineno))]) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        lineno, col = line_col(text, exc.position)
+        raise RecipeError([Diagnostic(Location(file, lineno, col), "",
+                                      f"character U+{_code(exc.character):04X} is not "
+                                      f"allowed in YAML",
+                                      "remove it, or write it as an escape in a double-quoted "
+                                      "string", pos.line_text(lineno))]) from None
     except yaml.YAMLError as exc:
         raise RecipeError([Diagnostic(Location(file), "", f"YAML error: {exc}")]) from None
+    except RecursionError:  # the pure-Python composer on very deep nesting
+        raise RecipeError([Diagnostic(Location(file), "", f"nested more than {MAX_DEPTH} "
+                                      "levels deep", "check the brackets and the "
+                                      "indentation")]) from None
     if node is None:
         return None, pos
     b = _Builder(pos)
@@ -186,7 +234,7 @@ def load_file(path: Path, display: str | None = None) -> tuple[Any, Positions]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RecipeError([Diagnostic(Location(name), "", f"not UTF-8 text ({exc.reason} at "
-                                      f"byte {exc.start})", "save the file as UTF-8")]) \
-            from None
+        raise RecipeError([Diagnostic(Location(name, *line_col(raw, exc.start)), "",
+                                      f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                      "save the file as UTF-8")]) from None
     return load_text(text, name)

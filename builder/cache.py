@@ -1,0 +1,581 @@
+"""``builder cache info`` and ``builder cache prune``: what the state folder holds, and
+removing what no build needs any more.
+
+Everything is classified into one :class:`Entry` per item — a fetched source, a build
+folder, a stage folder, an install, a kernel cache entry, a published kernel tree, a
+wheel folder, the Conan packages of a recipe, a log file, a leftover of an interrupted
+build — with its size on disk, when it was last written, the recipe it belongs to and,
+for what must stay, why:
+
+* each recipe/variant label's (``greet/cpu-release``) newest complete install, and any
+  install the lockfile (``--lockfile``, default ``<project>/builder.lock`` when present)
+  pins, with their build folders and wheels;
+* the newest build folder of each label (an unfinished build resumes from it);
+* kernel cache entries that a published kernel manifest lists, and the published kernel
+  trees themselves (those live outside the state folder and are never removed);
+* fetched sources that a kept build folder uses or the lockfile pins;
+* the Conan home (its packages are shown per recipe, not pruned) and the logs of the
+  last build.
+
+Everything else may go: older installs and their build folders, unreferenced kernel
+cache entries and sources, older logs, and the temporary folders and files a killed
+build leaves behind (``*.partial``, ``.*.tmp<pid>``, ``.*.old<pid>``).  ``prune`` holds
+the workspace lock, so no build of the same state folder runs meanwhile, and renames
+each item aside before deleting it, so that an interrupted prune leaves a temporary
+leftover, never half an install.
+"""
+
+from __future__ import annotations
+
+import calendar
+import contextlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import stat
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .workspace import Workspace
+
+KINDS = ("sources", "builds", "stage", "installs", "kernels", "kernel-installs", "wheels",
+         "conan", "logs", "temporary", "other")
+KIND_TITLES = {"sources": "fetched sources", "builds": "build folders",
+               "stage": "stage folders", "installs": "install trees",
+               "kernels": "kernel artifacts (cache)", "kernel-installs":
+               "kernel artifacts (published)", "wheels": "wheels",
+               "conan": "Conan packages", "logs": "logs and reports",
+               "temporary": "left by interrupted builds", "other": "other state files"}
+_TEMP = re.compile(r"(\.(tmp|old|prune)(\d+))$|\.(partial|download|strip)$")
+_VDIR_KEY = re.compile(r"-[0-9a-f]{12}$")
+_LOG_RECIPE = re.compile(r"^(.+?)_(cpu|cuda|rocm|metal)-")
+
+
+@dataclass
+class Entry:
+    kind: str
+    path: str
+    recipe: str  # "" when shared or unknown
+    size: int
+    mtime: float
+    keep: str = ""  # why it must stay; "" when it may be removed
+    label: str = ""  # recipe/backend-build_type[-pyX.Y] for builds, installs, wheels
+
+    @property
+    def removable(self) -> bool:
+        return not self.keep
+
+
+# -- sizes and parsing ----------------------------------------------------------------
+
+def tree_usage(path: Path) -> tuple[int, float]:
+    """(bytes on disk, newest mtime) of a file or folder; hard links counted once,
+    symlinks not followed."""
+    seen: set[tuple[int, int]] = set()
+    total, newest = 0, 0.0
+    stack = [path]
+    while stack:
+        p = stack.pop()
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        newest = max(newest, st.st_mtime)
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            blocks = getattr(st, "st_blocks", None)
+            total += blocks * 512 if blocks is not None else st.st_size
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                stack.extend(Path(e.path) for e in os.scandir(p))
+            except OSError:
+                continue
+    return total, newest
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError  # pragma: no cover
+
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` → seconds.  Raises ValueError."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (try 30d, 12h or 2w)")
+    return float(m.group(1)) * _AGE_UNITS[m.group(2)]
+
+
+def _pid_alive(name: str) -> bool:
+    m = _TEMP.search(name)
+    if not m or not m.group(3):
+        return False
+    try:
+        os.kill(int(m.group(3)), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, OverflowError):
+        return True
+    return True
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _label_of(manifest: dict[str, Any]) -> str:
+    py = manifest.get("python") or ""
+    return (f"{manifest.get('recipe', '')}/{manifest.get('backend', '')}-"
+            f"{manifest.get('build_type', '')}" + (f"-py{py}" if py else ""))
+
+
+def _published(manifest: dict[str, Any], fallback: float) -> float:
+    try:
+        return float(calendar.timegm(time.strptime(str(manifest["published"]),
+                                                   "%Y-%m-%dT%H:%M:%SZ")))
+    except (KeyError, ValueError, OverflowError):
+        return fallback
+
+
+def _complete(folder: Path, manifest: dict[str, Any]) -> bool:
+    from .state import manifest_complete
+
+    return bool(manifest.get("key")) and manifest_complete(folder, manifest)
+
+
+# -- scanning -----------------------------------------------------------------------------
+
+class _Scan:
+    def __init__(self, ws: Workspace, lockfile: Path | None) -> None:
+        self.ws = ws
+        self.entries: list[Entry] = []
+        self.locked = self._read_lockfile(lockfile)
+
+    @staticmethod
+    def _read_lockfile(path: Path | None) -> dict[str, Any]:
+        if path is None:
+            return {}
+        from .lockfile import read
+
+        variants = read(path).get("variants", {})
+        return variants if isinstance(variants, dict) else {}
+
+    def add(self, kind: str, path: Path, recipe: str = "", keep: str = "", label: str = "",
+            mtime: float | None = None) -> Entry:
+        size, newest = tree_usage(path)
+        e = Entry(kind, str(path), recipe, size, newest if mtime is None else mtime, keep,
+                  label)
+        self.entries.append(e)
+        return e
+
+    def temp(self, path: Path, recipe: str = "") -> None:
+        keep = "in use by a running process" if _pid_alive(path.name) else ""
+        self.add("temporary", path, recipe, keep)
+
+    def _lock_matches(self, manifest: dict[str, Any]) -> bool:
+        want = self.locked.get(_label_of(manifest))
+        if not isinstance(want, dict):
+            return False
+        return (want.get("version") == manifest.get("version") and
+                list(want.get("archs") or []) == list(manifest.get("archs") or []) and
+                dict(want.get("options") or {}) == dict(manifest.get("options") or {}))
+
+    def run(self) -> list[Entry]:
+        state = self.ws.state
+        if not state.is_dir():
+            return []
+        kept_vdirs = self._installs(state / "install")
+        self._per_variant(state / "build", "builds", kept_vdirs, newest_kept=True)
+        self._per_variant(state / "stage", "stage", kept_vdirs, newest_kept=False)
+        self._wheels(state / "wheels", kept_vdirs)
+        self._kernels(state)
+        self._sources(state / "sources", kept_vdirs)
+        self._conan(state / "conan")
+        self._logs(state)
+        done = {"install", "build", "stage", "wheels", "kernels", "sources", "conan", "logs",
+                "reports"}
+        for p in sorted(state.iterdir()):
+            if p.name in done:
+                continue
+            if _TEMP.search(p.name):
+                self.temp(p)
+            else:
+                self.add("other", p, keep="builder's own state")
+        return self.entries
+
+    def _installs(self, root: Path) -> set[tuple[str, str]]:
+        """Classify install trees; returns the (recipe, vdir) pairs that stay."""
+        found: list[tuple[Entry, dict[str, Any]]] = []
+        for rdir in sorted(root.iterdir()) if root.is_dir() else []:
+            for vdir in sorted(rdir.iterdir()) if rdir.is_dir() else []:
+                if _TEMP.search(vdir.name) or vdir.name.startswith("."):
+                    self.temp(vdir, rdir.name)
+                    continue
+                manifest = _read_json(vdir / "manifest.json")
+                if not isinstance(manifest, dict) or not _complete(vdir, manifest):
+                    e = self.add("installs", vdir, rdir.name)
+                    e.label = f"{rdir.name}/{_VDIR_KEY.sub('', vdir.name)}"
+                    continue
+                e = self.add("installs", vdir, rdir.name, label=_label_of(manifest))
+                e.mtime = _published(manifest, e.mtime)
+                found.append((e, manifest))
+        kept: set[tuple[str, str]] = set()
+        newest: dict[str, Entry] = {}
+
+        def order(e: Entry) -> tuple[float, float]:  # published (to the second), then
+            try:                                     # the manifest file's own time
+                return e.mtime, os.stat(Path(e.path) / "manifest.json").st_mtime
+            except OSError:
+                return e.mtime, 0.0
+
+        for e, _ in found:
+            if e.label not in newest or order(e) > order(newest[e.label]):
+                newest[e.label] = e
+        for e, manifest in found:
+            if newest[e.label] is e:
+                e.keep = f"newest complete install of {e.label}"
+            elif self._lock_matches(manifest):
+                e.keep = "pinned by the lockfile"
+            else:
+                continue
+            kept.add((e.recipe, Path(e.path).name))
+        return kept
+
+    def _per_variant(self, root: Path, kind: str, kept: set[tuple[str, str]],
+                     newest_kept: bool) -> None:
+        if not root.is_dir():
+            return
+        for rdir in sorted(root.iterdir()):
+            if not rdir.is_dir():
+                self.add("other", rdir, keep="builder's own state")
+                continue
+            mine: list[Entry] = []
+            for vdir in sorted(rdir.iterdir()):
+                if _TEMP.search(vdir.name) or vdir.name.startswith("."):
+                    self.temp(vdir, rdir.name)
+                    continue
+                label = f"{rdir.name}/{_VDIR_KEY.sub('', vdir.name)}"
+                e = self.add(kind, vdir, rdir.name, label=label)
+                if (rdir.name, vdir.name) in kept:
+                    e.keep = "belongs to a kept install"
+                mine.append(e)
+            if newest_kept:  # an unfinished or failed build resumes from its folder
+                latest: dict[str, Entry] = {}
+                for e in mine:
+                    if e.label not in latest or e.mtime > latest[e.label].mtime:
+                        latest[e.label] = e
+                for e in latest.values():
+                    e.keep = e.keep or f"newest build folder of {e.label}"
+
+    def _wheels(self, root: Path, kept: set[tuple[str, str]]) -> None:
+        """``wheels/<backend>/<variant key>/*.whl``: a wheel folder goes with its variant."""
+        if not root.is_dir():
+            return
+        owner = {Path(e.path).name[-12:]: (e.recipe, e.label) for e in self.entries
+                 if e.kind in ("installs", "builds")}
+        kept_keys = {vdir[-12:] for _, vdir in kept}
+        for bdir in sorted(root.iterdir()):
+            for kdir in sorted(bdir.iterdir()) if bdir.is_dir() else []:
+                recipe, label = owner.get(kdir.name, ("", ""))
+                if _TEMP.search(kdir.name) or kdir.name.startswith("."):
+                    self.temp(kdir, recipe)
+                    continue
+                temps = [p for p in kdir.iterdir() if _TEMP.search(p.name)] \
+                    if kdir.is_dir() else []
+                e = self.add("wheels", kdir, recipe, label=label,
+                             keep="belongs to a kept install" if kdir.name in kept_keys
+                             else "")
+                for t in temps:  # a wheel being written when its builder was killed
+                    e.size -= tree_usage(t)[0]
+                    self.temp(t, recipe)
+
+    def _kernels(self, state: Path) -> None:
+        referenced: dict[str, str] = {}  # cache entry name → recipe
+        registry = _read_json(state / "kernel-installs.json")
+        roots: set[Path] = set()
+        for tree in (registry or {}) if isinstance(registry, dict) else {}:
+            tree_path = Path(tree)
+            manifest = _read_json(tree_path / "manifest.json")
+            if not isinstance(manifest, dict):
+                continue
+            recipe = str(manifest.get("variant", "")).split("/", 1)[0]
+            for a in manifest.get("artifacts", []):
+                if isinstance(a, dict) and a.get("key"):
+                    referenced[str(a["key"])[:20]] = recipe
+            self.add("kernel-installs", tree_path, recipe,
+                     keep="published kernels (outside the state folder; never pruned)")
+            roots.add(tree_path.parent)
+        for root in sorted(roots):
+            for p in sorted(root.iterdir()) if root.is_dir() else []:
+                if p.name.startswith(".") and _TEMP.search(p.name):
+                    self.temp(p)
+        cache = self.ws.kernel_cache
+        for p in sorted(cache.iterdir()) if cache.is_dir() else []:
+            if _TEMP.search(p.name):
+                self.temp(p)
+            elif p.name in referenced:
+                self.add("kernels", p, referenced[p.name],
+                         keep="listed by a published kernel manifest")
+            else:
+                self.add("kernels", p)
+
+    def _sources(self, root: Path, kept: set[tuple[str, str]]) -> None:
+        from .fetch import MARKER, is_fetched
+
+        if not root.is_dir():
+            return
+        used: set[str] = set()
+        for recipe, vdir in kept:
+            cache = self.ws.build_dir(recipe, vdir) / "cmake" / "CMakeCache.txt"
+            try:
+                text = cache.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            used.update(re.findall(r"/sources/([0-9a-f]{20})\b", text))
+        owners = self._source_owners()
+        pinned = {str(w.get("pins", {}).get("source", "")) for w in self.locked.values()
+                  if isinstance(w, dict)}
+        pinned_parts = {part for text in pinned for part in text.split(",") if part}
+        for p in sorted(root.iterdir()):
+            if _TEMP.search(p.name) or not is_fetched(p):
+                self.temp(p)
+                continue
+            marker = _read_json(p / MARKER) or {}
+            keep = ""
+            if p.name in used:
+                keep = "used by a kept build folder"
+            elif {str(marker.get("rev", "")), str(marker.get("sha256", ""))} & pinned_parts:
+                keep = "pinned by the lockfile"
+            self.add("sources", p, owners.get(str(marker.get("location", "")), ""), keep)
+
+    def _source_owners(self) -> dict[str, str]:
+        """git repository / archive URL → the name of the project's recipe fetching it."""
+        from .errors import BuilderError
+        from .recipes import load_recipe, recipe_files
+
+        owners: dict[str, str] = {}
+        for f in recipe_files(self.ws.recipes_dir):
+            try:
+                r = load_recipe(f)
+            except BuilderError:
+                continue
+            for src in r.sources:
+                if src.kind != "path":
+                    owners.setdefault(src.location, r.name)
+        return owners
+
+    def _conan(self, home: Path) -> None:
+        if not home.is_dir():
+            return
+        owned: dict[str, str] = {}  # folder below p/ → recipe name
+        try:
+            db = sqlite3.connect((home / "p" / "cache.sqlite3").as_uri() + "?mode=ro",
+                                 uri=True)
+            try:
+                for table in ("recipes", "packages"):
+                    for ref, path in db.execute(f"SELECT reference, path FROM {table}"):
+                        owned[str(path)] = str(ref).split("/", 1)[0]
+            finally:
+                db.close()
+        except sqlite3.Error:
+            owned = {}
+        keep = "Conan packages (not pruned; `conan remove` with this CONAN_HOME)"
+        counted: set[str] = set()
+        for rel, recipe in sorted(owned.items()):
+            p = home / "p" / rel
+            if p.is_dir():
+                self.add("conan", p, recipe, keep=keep)
+                counted.add(str(p))
+        size, newest = tree_usage(home)  # the rest: settings, the database, temp folders
+        rest = size - sum(x.size for x in self.entries if x.path in counted)
+        self.entries.append(Entry("conan", str(home), "", max(rest, 0), newest, keep))
+
+    def _logs(self, state: Path) -> None:
+        last = _read_json(state / "last-build.json")
+        since = float(last.get("started", 0)) - 1 if isinstance(last, dict) else 0.0
+        for folder in (state / "logs", state / "reports"):
+            for p in sorted(folder.iterdir()) if folder.is_dir() else []:
+                m = _LOG_RECIPE.match(p.name)
+                recipe = m.group(1) if m else ""
+                if _TEMP.search(p.name):
+                    self.temp(p, recipe)
+                    continue
+                e = self.add("logs", p, recipe)
+                if e.mtime >= since:
+                    e.keep = "from the last build"
+
+
+def scan(ws: Workspace, lockfile: Path | None = None) -> list[Entry]:
+    """Every item of the state folder (and the published kernel trees it knows of)."""
+    if lockfile is None and (ws.root / "builder.lock").is_file():
+        lockfile = ws.root / "builder.lock"
+    return _Scan(ws, lockfile).run()
+
+
+# -- info ---------------------------------------------------------------------------------
+
+def summary(ws: Workspace, entries: list[Entry]) -> dict[str, Any]:
+    kinds = {k: {"bytes": 0, "entries": 0, "reclaimable": 0} for k in KINDS}
+    recipes: dict[str, dict[str, int]] = {}
+    for e in entries:
+        k = kinds[e.kind]
+        k["bytes"] += e.size
+        k["entries"] += 1
+        if e.removable:
+            k["reclaimable"] += e.size
+        if e.recipe:
+            r = recipes.setdefault(e.recipe, {})
+            r[e.kind] = r.get(e.kind, 0) + e.size
+    inside = sum(e.size for e in entries if e.kind != "kernel-installs")
+    return {"state": str(ws.state), "total": inside,
+            "reclaimable": sum(e.size for e in entries if e.removable),
+            "kinds": kinds, "recipes": dict(sorted(recipes.items())),
+            "kernel_trees": sorted(e.path for e in entries if e.kind == "kernel-installs")}
+
+
+def format_info(data: dict[str, Any]) -> str:
+    lines = [f"state folder: {data['state']}", "",
+             f"{'kind':16} {'size':>10} {'items':>6} {'reclaimable':>12}  what"]
+    for kind in KINDS:
+        k = data["kinds"][kind]
+        if not k["entries"]:
+            continue
+        lines.append(f"{kind:16} {human(k['bytes']):>10} {k['entries']:>6} "
+                     f"{human(k['reclaimable']) if k['reclaimable'] else '-':>12}  "
+                     f"{KIND_TITLES[kind]}")
+    lines.append(f"{'total':16} {human(data['total']):>10} {'':>6} "
+                 f"{human(data['reclaimable']):>12}  (kernel-installs are outside the state "
+                 f"folder)")
+    if data["recipes"]:
+        cols = [k for k in KINDS if any(k in r for r in data["recipes"].values())]
+        width = max(8, *(len(n) for n in data["recipes"]))
+        w = {c: max(10, len(c)) for c in cols}
+        lines += ["", "per recipe:", f"{'recipe':{width}} " +
+                  " ".join(f"{c:>{w[c]}}" for c in cols) + f" {'total':>10}"]
+        for name, r in data["recipes"].items():
+            lines.append(f"{name:{width}} " + " ".join(
+                f"{human(r[c]) if c in r else '-':>{w[c]}}" for c in cols) +
+                f" {human(sum(r.values())):>10}")
+    if data["kernel_trees"]:
+        lines += ["", "published kernel trees (outside the state folder, never pruned):"]
+        lines += [f"  {t}" for t in data["kernel_trees"]]
+    if data["reclaimable"]:
+        lines += ["", f"`builder cache prune` would free {human(data['reclaimable'])} "
+                      f"(`--dry-run` lists what)."]
+    return "\n".join(lines) + "\n"
+
+
+# -- prune --------------------------------------------------------------------------------
+
+def select(entries: list[Entry], max_size: int | None = None,
+           older_than: float | None = None, now: float | None = None) -> list[Entry]:
+    """What to remove: leftovers of interrupted builds first, then unneeded items oldest
+    first — all of them, only those older than ``older_than`` seconds, and/or only until
+    the state folder is no larger than ``max_size``."""
+    now = time.time() if now is None else now
+    total = sum(e.size for e in entries if e.kind != "kernel-installs")
+    candidates = [e for e in entries if e.removable and e.kind != "kernel-installs"]
+    temps = [e for e in candidates if e.kind == "temporary"]
+    rest = sorted((e for e in candidates if e.kind != "temporary" and
+                   (older_than is None or now - e.mtime >= older_than)),
+                  key=lambda e: (e.mtime, e.path))
+    chosen: list[Entry] = []
+    for e in [*temps, *rest]:
+        if max_size is not None and total <= max_size and e.kind != "temporary":
+            break
+        chosen.append(e)
+        total -= e.size
+    return chosen
+
+
+def remove(entry: Entry) -> None:
+    """Rename aside, then delete: an interrupted prune leaves a leftover, not half a tree."""
+    p = Path(entry.path)
+    aside = p.with_name(f".{p.name.lstrip('.')}.prune{os.getpid()}")
+    try:
+        os.replace(p, aside)
+    except FileNotFoundError:
+        return
+    except OSError:
+        aside = p
+    if aside.is_dir() and not aside.is_symlink():
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        aside.unlink(missing_ok=True)
+
+
+def prune(ws: Workspace, *, lockfile: Path | None = None, max_size: int | None = None,
+          older_than: float | None = None, dry_run: bool = False, wait: bool = True
+          ) -> dict[str, Any]:
+    from .lock import workspace_lock
+
+    if not ws.state.is_dir():
+        return {"state": str(ws.state), "dry_run": dry_run, "removed": [], "freed": 0,
+                "total_before": 0, "total_after": 0, "max_size": max_size}
+    with workspace_lock(ws, wait=wait):
+        entries = scan(ws, lockfile)
+        before = sum(e.size for e in entries if e.kind != "kernel-installs")
+        chosen = select(entries, max_size, older_than)
+        if not dry_run:
+            for e in chosen:
+                remove(e)
+            _forget_removed_installs(ws, chosen)
+    freed = sum(e.size for e in chosen)
+    return {"state": str(ws.state), "dry_run": dry_run, "max_size": max_size,
+            "removed": [asdict(e) for e in chosen], "freed": freed,
+            "total_before": before, "total_after": before - freed}
+
+
+def _forget_removed_installs(ws: Workspace, removed: list[Entry]) -> None:
+    """Empty per-recipe folders left behind are removed too (never the kinds' roots)."""
+    for e in removed:
+        parent = Path(e.path).parent
+        if parent.parent in (ws.state / "install", ws.state / "build", ws.state / "stage",
+                             ws.state / "wheels"):
+            with contextlib.suppress(OSError):  # not empty: other variants are there
+                parent.rmdir()
+
+
+def format_prune(result: dict[str, Any]) -> str:
+    verb = "would remove" if result["dry_run"] else "removed"
+    lines = []
+    for e in result["removed"]:
+        what = e["label"] or e["recipe"] or ""
+        lines.append(f"{verb} {human(e['size']):>10}  {e['kind']:10} {e['path']}" +
+                     (f"  ({what})" if what else ""))
+    freed = human(result["freed"])
+    lines.append(f"{'would free' if result['dry_run'] else 'freed'} {freed}: "
+                 f"{human(result['total_before'])} → {human(result['total_after'])}")
+    limit = result.get("max_size")
+    if limit is not None and result["total_after"] > limit:
+        lines.append(f"note: still {human(result['total_after'] - limit)} over "
+                     f"{human(limit)}: the rest is needed (the newest install of each "
+                     f"variant, its build folder, published kernels, the lockfile's "
+                     f"variants, the Conan packages); see `builder cache info`")
+    return "\n".join(lines) + "\n"
+
+
+def parse_limits(max_size: str | None, older_than: str | None
+                 ) -> tuple[int | None, float | None]:
+    from .validate import parse_size
+
+    try:
+        size = parse_size(max_size) if max_size is not None else None
+        age = parse_age(older_than) if older_than is not None else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return size, age

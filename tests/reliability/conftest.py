@@ -1,0 +1,111 @@
+"""Helpers for the reliability suite: run `builder` as a real process on a private copy
+of the fixture project, verify published manifests, find leftover processes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def need(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} on PATH (CI installs it)")
+
+
+def builder_argv(project: Path, state: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "builder", "-C", str(project), "--state-dir", str(state),
+            *args]
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    env["CI"] = "1"  # one line per step, no live display
+    env.pop("BUILDER_STATE_DIR", None)
+    return env
+
+
+def start_build(project: Path, state: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(builder_argv(project, state, "build", *args), cwd=project,
+                            env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def run_build(project: Path, state: Path, *args: str, timeout: float = 300
+              ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(builder_argv(project, state, "build", *args), cwd=project,
+                          env=child_env(), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify_installs(state: Path) -> int:
+    """Every manifest under ``<state>/install`` describes exactly the files next to it
+    (same set of paths, each with its size and sha256).  Returns the number checked."""
+    n = 0
+    for mf in sorted((state / "install").glob("*/*/manifest.json")):
+        data = json.loads(mf.read_text(encoding="utf-8"))
+        root = mf.parent
+        listed = {f["path"]: f for f in data["files"]}
+        on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*")
+                   if p.is_file() and not p.is_symlink() and p.name != "manifest.json"}
+        assert set(listed) == on_disk, f"{root}: manifest and disk differ"
+        for rel, f in listed.items():
+            p = root / rel
+            assert p.stat().st_size == f["size"], f"{p}: size differs from the manifest"
+            assert sha256(p) == f["sha256"], f"{p}: sha256 differs from the manifest"
+        n += 1
+    return n
+
+
+def processes_mentioning(needle: str) -> list[tuple[int, str]]:
+    """Live (non-zombie) processes whose command line contains ``needle``."""
+    out = []
+    me = os.getpid()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        if stat.rpartition(")")[2].split()[0] == "Z":
+            continue
+        if needle in cmd:
+            out.append((int(d.name), cmd.strip()))
+    return out
+
+
+def wait_no_processes(needle: str, timeout: float = 10.0) -> list[tuple[int, str]]:
+    deadline = time.monotonic() + timeout
+    left = processes_mentioning(needle)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = processes_mentioning(needle)
+    return left
+
+
+@pytest.fixture
+def real_tools() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the reliability suite reads /proc (Linux)")
+    need("conan", "cmake", "ninja", "g++")
