@@ -176,12 +176,6 @@ def _key(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _arch_name(backend: str, text: str) -> str:
-    """Legacy knobs write CUDA archs as `80` or `90a`: builder's names are sm_XX."""
-    t = text.strip()
-    return f"sm_{t}" if backend == "cuda" and t[:1].isdigit() else t
-
-
 def _no_value(recipe: Recipe, name: str) -> RecipeError:
     """A known ``${name}`` used where it has no value (``${kernel}`` in a define,
     ``${python}`` in a recipe without Python, anything but options in a tool version)."""
@@ -318,7 +312,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         if spec.archs_option and options.get(spec.archs_option):
             override = options[spec.archs_option]
             assert isinstance(override, tuple)
-            wanted_archs = [_arch_name(backend, a) for a in override]
+            wanted_archs = [be.normalize_arch(a) for a in override]
             foreign = [a for a in wanted_archs if not be.arch_belongs(a)]
             if foreign:
                 raise UsageError(f"{recipe.name}: option {spec.archs_option}: '{foreign[0]}' is "

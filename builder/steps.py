@@ -144,7 +144,8 @@ def _test_steps(ctx: VariantContext, after: str, prefix_value: str
             elif st == BUILD and not ctx.run_tests:
                 st, rs, fx = SKIP, "tests not requested (--no-tests)", "drop --no-tests"
                 optional = True
-            elif st == BUILD and t.needs_gpu and v.backend != "cpu" and not ctx.host.gpus:
+            elif st == BUILD and t.needs_gpu and registry.get(v.backend).tool and \
+                    not ctx.host.gpus:
                 st, rs, fx = (SKIP, f"needs a {v.backend} GPU; none is visible on this host",
                               "run the build on a machine with a GPU")
                 optional = True

@@ -337,7 +337,7 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
     if system != "kernels" and kernels:
         d.add(("kernels",), "`kernels` is only used with `build: {system: kernels}`",
               "set build.system to kernels, or remove the section", key=True)
-    gpu_backends = [b for b in backends if backend_registry.get(b).tool and b != "cpu"]
+    gpu_backends = [b for b in backends if backend_registry.get(b).kernel_formats()]
     for kname, k in kernels.items():
         for b in k["sources"]:
             if b not in backends:

@@ -47,6 +47,9 @@ class Backend(Protocol):
     def arch_belongs(self, arch: str) -> bool:
         """Is ``arch`` an architecture name of this backend at all?"""
 
+    def normalize_arch(self, text: str) -> str:
+        """An arch as users may write it (``80`` for CUDA) in this backend's naming."""
+
     def arch_order(self, arch: str) -> tuple[int, str]:
         """Sort key: lower means older hardware."""
 

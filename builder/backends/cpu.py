@@ -15,6 +15,9 @@ class CpuBackend:
     def arch_belongs(self, arch: str) -> bool:
         return False  # a CPU variant has no GPU archs
 
+    def normalize_arch(self, text: str) -> str:
+        return text.strip()
+
     def arch_order(self, arch: str) -> tuple[int, str]:
         return (0, arch)
 

@@ -50,6 +50,11 @@ class CudaBackend:
     def arch_belongs(self, arch: str) -> bool:
         return self._parse(arch) is not None
 
+    def normalize_arch(self, text: str) -> str:
+        """Legacy knobs and CMake write CUDA archs as `80` or `90a`; builder's are sm_XX."""
+        t = text.strip()
+        return f"sm_{t}" if t[:1].isdigit() else t
+
     def arch_order(self, arch: str) -> tuple[int, str]:
         p = self._parse(arch)
         return p if p else (0, arch)

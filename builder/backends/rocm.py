@@ -29,6 +29,9 @@ class RocmBackend:
     def arch_belongs(self, arch: str) -> bool:
         return re.match(_table()["pattern"], arch) is not None
 
+    def normalize_arch(self, text: str) -> str:
+        return text.strip()
+
     def arch_order(self, arch: str) -> tuple[int, str]:
         digits = re.sub(r"\D", "", arch)
         return (int(digits) if digits else 0, arch)
