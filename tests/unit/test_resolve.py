@@ -188,3 +188,20 @@ def test_kernel_formats_one_step_each(project: Path) -> None:
     assert fat[1:4] == ("-fatbin", "-gencode", "arch=compute_80,code=[sm_80,compute_80]")
     paths = sorted(a["path"] for a in json.loads(plan.steps[-1].param("artifacts")))
     assert "cuda/tile/sm_80.fatbin" in paths and "cuda/scale/sm_75.cubin" in paths
+
+
+def test_torch_cuda_build_without_a_cuda_toolkit(project: Path) -> None:
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + "requires:\n  python: ['torch>=2.0']\n"
+                      'python:\n  versions: ["3.12"]\n')
+    assert plan_for(project, ["greet"], "h100").variants[0].status == BUILD  # has nvcc
+    ws = Workspace.at(project)
+    rs = RecipeSet.load(ws.recipes_dir)
+    h = host("h100")
+    no_nvcc = replace(h, tools=tuple(t for t in h.tools if t.name != "nvcc"))
+    plan = resolve(rs.select(["greet"], ws.recipes_dir), rs, Request(env=ENV), no_nvcc,
+                   read_state(ws, rs.recipes), ws)
+    v = plan.variants[0]
+    assert v.status == SKIP
+    assert "torch 2.11.0+cu130 for Python 3.12" in v.reason and "is a CUDA build" in v.reason
+    assert "pip install torch==2.13.0" in v.fix
