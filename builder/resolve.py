@@ -436,7 +436,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         except SubstitutionError as exc:
             raise _no_value(recipe, exc.name) from None
         if recipe.build_system == "kernels" and status == BUILD and all(
-                s.status == CACHED for s in new_steps):
+                s.status != BUILD for s in new_steps):
             variant = replace(variant, status=CACHED)
             memo[memo_key] = variant
         variants[vid] = variant
