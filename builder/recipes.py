@@ -19,7 +19,7 @@ from packaging.version import Version
 from .errors import Diagnostic, Location, RecipeError, UsageError
 from .model import Recipe
 from .validate import file_digest, validate
-from .yamlload import load_text
+from .yamlload import load_text, read_text
 
 
 def display_path(path: Path) -> str:
@@ -33,19 +33,7 @@ def display_path(path: Path) -> str:
 
 def load_recipe(path: Path) -> Recipe:
     display = display_path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise RecipeError([Diagnostic(Location(display), "", f"cannot read: {exc.strerror}",
-                                      "check the path")]) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        from .yamlload import line_col
-
-        raise RecipeError([Diagnostic(Location(display, *line_col(raw, exc.start)), "",
-                                      f"not UTF-8 ({exc.reason} at byte {exc.start})",
-                                      "save the file as UTF-8")]) from None
+    text, raw = read_text(path, display)
     data, pos = load_text(text, display)
     return validate(data, pos, path, display, file_digest(raw))
 

@@ -224,17 +224,16 @@ def load_text(text: str, file: str) -> tuple[Any, Positions]:
     return data, pos
 
 
-def load_file(path: Path, display: str | None = None) -> tuple[Any, Positions]:
-    name = display or str(path)
+def read_text(path: Path, display: str) -> tuple[str, bytes]:
+    """A file's text and bytes; unreadable or non-UTF-8 files are located errors."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise RecipeError([Diagnostic(Location(name), "", f"cannot read: {exc.strerror}")]) \
-            from None
+        raise RecipeError([Diagnostic(Location(display), "", f"cannot read: {exc.strerror}",
+                                      "check the path")]) from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8"), raw
     except UnicodeDecodeError as exc:
-        raise RecipeError([Diagnostic(Location(name, *line_col(raw, exc.start)), "",
-                                      f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+        raise RecipeError([Diagnostic(Location(display, *line_col(raw, exc.start)), "",
+                                      f"not UTF-8 ({exc.reason} at byte {exc.start})",
                                       "save the file as UTF-8")]) from None
-    return load_text(text, name)
