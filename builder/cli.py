@@ -236,15 +236,15 @@ def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request: 
 
 
 def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
-          facts_file: Path | None = None) -> BuildPlan:
+          facts_file: Path | None = None) -> tuple[BuildPlan, list[str]]:
+    """The plan, and the names of the recipes the user asked for."""
     from .state import read_state
 
     rs, roots = _load(args, ws)
     host = _host(ws, rs, facts_file)
     request = _request(args, roots, plan_all)
     state = read_state(ws, rs.closure(roots))
-    args.root_names = [r.name for r in roots]  # what the user asked for, for error checks
-    return resolve(roots, rs, request, host, state, ws)
+    return resolve(roots, rs, request, host, state, ws), [r.name for r in roots]
 
 
 def cmd_validate(args: argparse.Namespace, ws: Workspace) -> int:
@@ -298,7 +298,7 @@ def cmd_host(args: argparse.Namespace, ws: Workspace) -> int:
 def cmd_plan(args: argparse.Namespace, ws: Workspace) -> int:
     from . import planfmt
 
-    plan = _plan(args, ws, plan_all=args.all, facts_file=args.host_facts)
+    plan, _ = _plan(args, ws, plan_all=args.all, facts_file=args.host_facts)
     if args.format == "json":
         sys.stdout.write(planfmt.to_json(plan))
     elif args.format == "dot":
@@ -309,7 +309,7 @@ def cmd_plan(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
-def _check_requested(plan: BuildPlan, args: argparse.Namespace) -> None:
+def _check_requested(plan: BuildPlan, args: argparse.Namespace, named: list[str]) -> None:
     """What the user asked for by name and cannot be built is an error: a backend named
     with --backend, or a recipe named on the command line none of whose variants can be
     built here (with --all, skips are reported and the rest is built)."""
@@ -317,12 +317,11 @@ def _check_requested(plan: BuildPlan, args: argparse.Namespace) -> None:
         return
     bad = [v for v in plan.variants if v.status == SKIP and v.backend in args.backend]
     if not bad and args.recipes and not args.all:
-        named = set(getattr(args, "root_names", ()))
         by_recipe: dict[str, list[Any]] = {}
         for v in plan.variants:
             by_recipe.setdefault(v.recipe, []).append(v)
         bad = [vs[0] for r, vs in by_recipe.items()
-               if r in named and all(v.status == SKIP for v in vs)]
+               if r in set(named) and all(v.status == SKIP for v in vs)]
     if bad:
         v = bad[0]
         raise PlanError(f"cannot build {v.id}: {v.reason}\n  fix: {v.fix}")
@@ -343,8 +342,8 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             if orphans:
                 print(f"note: stopped {len(orphans)} process(es) that an earlier build "
                       f"killed with SIGKILL had left running", file=sys.stderr)
-        plan = _plan(args, ws, plan_all=False)
-        _check_requested(plan, args)
+        plan, named = _plan(args, ws, plan_all=False)
+        _check_requested(plan, args, named)
         if args.lockfile is not None:
             from .lockfile import check
 
@@ -448,7 +447,7 @@ def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
 def cmd_lock(args: argparse.Namespace, ws: Workspace) -> int:
     from .lockfile import write
 
-    plan = _plan(args, ws, plan_all=False)
+    plan, _ = _plan(args, ws, plan_all=False)
     n = write(plan, args.output)
     print(f"locked {n} variant(s) in {args.output}")
     return 0

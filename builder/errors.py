@@ -136,11 +136,5 @@ class StepFailed(BuilderError):
         return "\n".join(lines)
 
 
-class BuildFailed(BuilderError):
-    """A build ended with failed steps (the individual failures were reported)."""
-
-    exit_code = 1
-
-
 class Interrupted(BuilderError):
     exit_code = 130

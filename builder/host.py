@@ -59,9 +59,13 @@ class PythonInfo:
     full: str  # "3.11.7"
     path: str
     packages: tuple[tuple[str, str], ...] = ()  # (name, installed version)
-    torch_cmake: str = ""  # torch's CMake prefix path, when torch is installed
     #: (package, CMake prefix) for Python packages that ship CMake config files
     cmake_prefixes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def torch_cmake(self) -> str:
+        """torch's CMake prefix path, when torch is installed."""
+        return dict(self.cmake_prefixes).get("torch", "")
 
     def package(self, name: str) -> str | None:
         return dict(self.packages).get(name.lower())
@@ -102,9 +106,7 @@ class HostFacts:
             mem = MemoryFacts(**data.get("memory", {}))
             tools = tuple(ToolInfo(**{**t, "archs": tuple(t.get("archs", ()))})
                           for t in data.get("tools", ()))
-            pythons = tuple(PythonInfo(**{**p, "packages": tuple(
-                tuple(x) for x in p.get("packages", ())), "cmake_prefixes": tuple(
-                tuple(x) for x in p.get("cmake_prefixes", ()))}) for p in data.get("pythons", ()))
+            pythons = tuple(_python_from_json(p) for p in data.get("pythons", ()))
             return HostFacts(os=str(data["os"]), arch=str(data["arch"]), cpus=int(data["cpus"]),
                              memory=mem, tools=tools, pythons=pythons,
                              default_python=str(data.get("default_python", "")),
@@ -116,6 +118,15 @@ class HostFacts:
             raise RecipeError([Diagnostic(Location(file), "", f"not a host-facts file: {exc}",
                                           "write one with `builder host --format json`")]) \
                 from None
+
+
+def _python_from_json(p: dict[str, Any]) -> PythonInfo:
+    prefixes = [tuple(x) for x in p.get("cmake_prefixes", ())]
+    if p.get("torch_cmake") and not prefixes:  # files written before cmake_prefixes
+        prefixes = [("torch", p["torch_cmake"])]
+    return PythonInfo(version=str(p["version"]), full=str(p["full"]), path=str(p["path"]),
+                      packages=tuple(tuple(x) for x in p.get("packages", ())),
+                      cmake_prefixes=tuple(prefixes))
 
 
 def load_host_facts(path: Path) -> HostFacts:
@@ -260,7 +271,6 @@ for n in names:
         pk[n.lower()] = md.version(n)
     except Exception:
         pass
-tc = ""
 prefixes = []
 for name, sub in (("torch", "/share/cmake"), ("pybind11", "")):
     if name in pk:
@@ -269,15 +279,13 @@ for name, sub in (("torch", "/share/cmake"), ("pybind11", "")):
             if spec and spec.submodule_search_locations:
                 where = list(spec.submodule_search_locations)[0] + sub
                 prefixes.append([name, where])
-                if name == "torch":
-                    tc = where
         except Exception:
             pass
 import sysconfig
 print(json.dumps({"version": "%d.%d" % sys.version_info[:2],
                   "purelib": sysconfig.get_paths()["purelib"],
                   "full": platform.python_version(), "packages": sorted(pk.items()),
-                  "torch_cmake": tc, "cmake_prefixes": prefixes}))
+                  "cmake_prefixes": prefixes}))
 """
 
 
@@ -325,7 +333,6 @@ def _probe_pythons(cache: _ProbeCache, packages: tuple[str, ...]) -> tuple[Pytho
             continue
         info = PythonInfo(hit["version"], hit["full"], real,
                           tuple((str(a), str(b)) for a, b in hit["packages"]),
-                          hit.get("torch_cmake", ""),
                           tuple((str(a), str(b)) for a, b in hit.get("cmake_prefixes", ())))
         by_version.setdefault(info.version, info)
     return tuple(sorted(by_version.values(), key=lambda p: int(p.version.split(".")[1])))

@@ -7,6 +7,8 @@ collection is a tuple so that models hash and compare by value.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -218,3 +220,17 @@ class Recipe:
     @property
     def backend_names(self) -> tuple[str, ...]:
         return tuple(b.name for b in self.backends)
+
+
+def option_text(value: OptionValue) -> str:
+    """An option value as text: bools True/False, lists ``;``-joined."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, tuple):
+        return ";".join(value)
+    return str(value)
+
+
+def digest(*parts: object) -> str:
+    """sha256 of a canonical JSON rendering: the one way keys are made."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()

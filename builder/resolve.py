@@ -10,7 +10,6 @@ golden files.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -22,7 +21,7 @@ from . import backends as registry
 from . import render
 from .errors import Diagnostic, Location, RecipeError, UnsupportedError, UsageError
 from .host import HostFacts
-from .model import Option, OptionValue, Recipe
+from .model import Option, OptionValue, Recipe, digest, option_text
 from .plan import BUILD, CACHED, SKIP, BuildPlan, Variant
 from .recipes import RecipeSet
 from .steps import VariantContext, cmake_steps, kernel_steps
@@ -124,12 +123,6 @@ def parse_option_value(opt: Option, raw: str, origin: str) -> OptionValue:
     return value
 
 
-def option_text(value: OptionValue) -> str:
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, tuple):
-        return ";".join(value)
-    return str(value)
 
 
 def resolve_options(recipe: Recipe, request: Request,
@@ -172,8 +165,6 @@ def model_digest(recipe: Recipe) -> str:
     return hashlib.sha256(repr(core).encode()).hexdigest()
 
 
-def _key(*parts: object) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _no_value(recipe: Recipe, name: str) -> RecipeError:
@@ -390,7 +381,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         conan_pins = [(c.ref, c.provider, dict(host.system_packages).get(
             system_table().get(c.name, {}).get("version_of", ""), ""))
             for c in recipe.requires.conan]
-        key = _key(FORMAT, render.templates_digest(), conan_pins, recipe.name, recipe.version,
+        key = digest(FORMAT, render.templates_digest(), conan_pins, recipe.name, recipe.version,
                    model_digest(recipe), src_digest, backend,
                    build_type, archs, sorted((k, option_text(v)) for k, v in options.items()),
                    python and (py_info.full if py_info else python), tools,

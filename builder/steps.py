@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,7 +23,7 @@ from .fetch import source_key
 from .host import HostFacts, PythonInfo
 from .memory.estimate import estimate
 from .memory.policy import simulate
-from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe
+from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe, digest, option_text
 from .plan import BUILD, CACHED, SKIP, Step, Variant
 from .subst import substitute
 from .system import table as system_table
@@ -81,8 +80,6 @@ class VariantContext:
         return str(Path(base) / src.subdir) if src.subdir else base
 
     def values(self, **extra: str) -> dict[str, str]:
-        from .resolve import option_text
-
         v = self.variant
         be = registry.get(v.backend)
         out = {"package.name": v.recipe, "package.version": v.version, "backend": v.backend,
@@ -111,8 +108,6 @@ def _tool(host: HostFacts, name: str, fallback: str) -> str:
     return t.path if t else fallback
 
 
-def _digest(*parts: object) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _test_steps(ctx: VariantContext, after: str, prefix_value: str
@@ -153,7 +148,7 @@ def _test_steps(ctx: VariantContext, after: str, prefix_value: str
                             cwd=substitute(t.cwd, vals) if t.cwd else vals["build"]
                             if ctx.recipe.build_system == "cmake" else vals["source"],
                             deps=(prev,), status=st, reason=rs, fix=fx,
-                            timeout=t.timeout, inputs_hash=_digest(v.key, sid.rpartition("/")[2])))
+                            timeout=t.timeout, inputs_hash=digest(v.key, sid.rpartition("/")[2])))
             if not optional:  # a GPU-only test skipped here does not hold the build back
                 prev = sid
     return out, prev
@@ -393,7 +388,7 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
         status = CACHED
     return [Step(id=f"{v.id}/wheel", kind="wheel", variant=v.id, deps=(after,),
                  outputs=(str(out),), status=status, reason=reason, fix=fix,
-                 inputs_hash=_digest(v.key, "wheel"),
+                 inputs_hash=digest(v.key, "wheel"),
                  params=(("src", src), ("name", r.name), ("version", r.version), ("tag", tag),
                          ("summary", r.description), ("out_dir", str(out_dir))))]
 
@@ -416,7 +411,7 @@ def _with_hash(step: Step, key: str) -> Step:
         return step
     # The variant key covers every input; the step's name tells the steps apart.  (Paths
     # in the commands are left out so that the same build in another folder hashes alike.)
-    return replace(step, inputs_hash=_digest(key, step.id.rsplit("/", 1)[-1]))
+    return replace(step, inputs_hash=digest(key, step.id.rsplit("/", 1)[-1]))
 
 
 def kernels_root(ctx: VariantContext) -> Path:
@@ -462,14 +457,14 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
         if src_rel is None:
             continue
         src = str(Path(ctx.source_root()) / src_rel)
-        digest = ctx.file_digests.get(src, "")
+        src_digest = ctx.file_digests.get(src, "")
         flags = tuple(common) + dict(k.flags).get(v.backend, ())
         floor = dict(k.min_arch).get(v.backend)
         for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
             if floor and be.arch_order(arch) < be.arch_order(floor):
                 continue
             for fmt in formats:
-                key = _digest("kernel-1", v.backend, k.name, arch, fmt, digest, flags,
+                key = digest("kernel-1", v.backend, k.name, arch, fmt, src_digest, flags,
                               tool.version if tool else "")
                 entry = ctx.ws.kernel_cache / key[:20]
                 partial = Path(str(entry) + ".partial")

@@ -76,6 +76,12 @@ class Backend(Protocol):
         """Facts recorded in the manifest for an artifact (ISA version, min driver…)."""
 
 
+def digits_order(arch: str) -> tuple[int, str]:
+    """Sort key for names like gfx1030 or apple-m2: by their number."""
+    digits = "".join(c for c in arch if c.isdigit())
+    return (int(digits) if digits else 0, arch)
+
+
 @cache
 def data_table(name: str) -> Any:
     text = resources.files("builder").joinpath("data", name).read_text(encoding="utf-8")

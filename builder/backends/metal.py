@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ..host import HostFacts
-from . import KernelCommand, Unavailable, data_table
+from . import KernelCommand, Unavailable, data_table, digits_order
 
 
 def _table() -> Any:
@@ -26,8 +26,7 @@ class MetalBackend:
         return text.strip()
 
     def arch_order(self, arch: str) -> tuple[int, str]:
-        digits = re.sub(r"\D", "", arch)
-        return (int(digits) if digits else 0, arch)
+        return digits_order(arch)
 
     def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
         if self.arch_belongs(arch) and arch not in _table()["families"]:

@@ -13,7 +13,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from ..host import HostFacts
-from . import KernelCommand, Unavailable, data_table
+from . import KernelCommand, Unavailable, data_table, digits_order
 
 
 def _table() -> Any:
@@ -33,8 +33,7 @@ class RocmBackend:
         return text.strip()
 
     def arch_order(self, arch: str) -> tuple[int, str]:
-        digits = re.sub(r"\D", "", arch)
-        return (int(digits) if digits else 0, arch)
+        return digits_order(arch)
 
     def _release(self, version: str) -> dict[str, Any] | None:
         try:

@@ -11,7 +11,6 @@ low-memory tier) for the build report, and measured peaks go to the history.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 import time
@@ -201,6 +200,3 @@ class Broker:
         with self.cond:
             return [asdict(r) for r in self.records]
 
-
-def env_for(socket_path: Path) -> dict[str, str]:
-    return {"BUILDER_BROKER": str(socket_path), "BUILDER_LAUNCHER_PID": str(os.getpid())}

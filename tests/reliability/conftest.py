@@ -3,7 +3,6 @@ of the fixture project, verify published manifests, find leftover processes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -13,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from builder.state import file_sha256
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,12 +50,7 @@ def run_build(project: Path, state: Path, *args: str, timeout: float = 300
                           check=False)
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+sha256 = file_sha256  # the same hash builder's manifests record
 
 
 def verify_installs(state: Path) -> int:
