@@ -19,7 +19,7 @@ from typing import Any
 from . import __version__
 from .errors import BuilderError, Interrupted, PlanError, UsageError
 from .host import HostFacts, load_host_facts, probe
-from .plan import BUILD, CACHED, SKIP, BuildPlan
+from .plan import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
 from .recipes import RecipeSet, display_path
 from .resolve import OptionOverride, Request, env_snapshot, resolve
 from .runner import Runner
@@ -27,7 +27,8 @@ from .workspace import Workspace
 
 EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe
 or host-facts file; 4 cannot be planned on this host (missing tool, unsupported arch);
-5 workspace locked (--no-wait); 130 interrupted."""
+5 workspace locked (--no-wait); 6 a Conan remote is unknown, down or refuses the
+credentials; 130 interrupted."""
 
 
 def _size(text: str) -> int:
@@ -75,9 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     def selection(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("recipes", nargs="*", help="recipe names or paths to .yaml files")
         sp.add_argument("--all", action="store_true", help="every recipe of the project")
-        sp.add_argument("-b", "--backend", action="append", default=[],
-                        choices=("cpu", "cuda", "rocm", "metal"),
-                        help="only this backend (repeatable; default: all the recipe declares)")
+        sp.add_argument("-b", "--backend", action="append", default=[], metavar="BACKEND",
+                        help="only this backend: cpu, cuda, rocm, metal or one a recipe "
+                             "names, such as arm (repeatable; default: all the recipe "
+                             "declares)")
         sp.add_argument("-p", "--python", action="append", default=[], metavar="X.Y",
                         help="target Python version (repeatable; 'all' for every supported)")
         sp.add_argument("--build-type", action="append", default=[],
@@ -85,7 +87,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("-o", "--option", action="append", default=[], type=_option,
                         metavar="[RECIPE:]NAME=VALUE", help="set a recipe option")
         sp.add_argument("--skip-unsupported", action="store_true",
-                        help="leave out archs the toolchain cannot build (shown as skipped) "
+                        help="leave out archs the toolchain cannot build, and backends or "
+                             "target platforms this host cannot build, shown as skipped, "
                              "instead of failing")
         sp.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE",
                         help="memory the build may use, e.g. 6GiB (default: available memory "
@@ -101,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="Conan remote for requirements with `provider: remote`")
         sp.add_argument("-j", "--jobs", type=int, default=0, help="parallel compile jobs "
                         "(default: usable CPUs)")
+        sp.add_argument("--remote", default=os.environ.get("BUILDER_REMOTE", ""),
+                        metavar="NAME", help="download variants published on this Conan "
+                        "remote instead of building them (`builder remote add`; default: "
+                        "$BUILDER_REMOTE); credentials from CONAN_LOGIN_USERNAME_<NAME> / "
+                        "CONAN_PASSWORD_<NAME>")
+        sp.add_argument("--remote-optional", action="store_true",
+                        help="build locally when the remote is down or refuses us, instead "
+                             "of failing")
 
     pl = sub.add_parser("plan", help="show exactly what a build would do (runs nothing)",
                         description="Resolve recipes for this host (or --host-facts) and show "
@@ -133,6 +144,24 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
     b.add_argument("-q", "--quiet", action="store_true", help="print only failures and the "
                    "summary")
+
+    pb = sub.add_parser("publish", help="upload built variants to a Conan remote",
+                        description="Upload the selected recipes' up-to-date variants (and "
+                        "their dependencies) to a Conan remote: the Conan package, wheels "
+                        "and kernel artifacts, found by the variant key. Another machine's "
+                        "`builder build --remote NAME` then downloads instead of building.")
+    selection(pb)
+    rm = sub.add_parser("remote", help="configure the Conan remotes builder may use",
+                        description="Add, list or remove remotes in builder's project-local "
+                        "Conan home (no remote is configured by default: builds are offline).")
+    rm_sub = rm.add_subparsers(dest="remote_command", metavar="ACTION", required=True)
+    ra = rm_sub.add_parser("add", help="add a remote: NAME URL")
+    ra.add_argument("name")
+    ra.add_argument("url")
+    ra.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
+    rm_sub.add_parser("list", help="list the configured remotes")
+    rr = rm_sub.add_parser("remove", help="remove a remote")
+    rr.add_argument("name")
 
     mx = sub.add_parser("matrix", help="print the CI matrix (backend × Python × runner)",
                         description="The CI jobs for the recipes: one per (backend, Python) "
@@ -232,19 +261,42 @@ def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request: 
                    memory_budget=args.memory_budget, jobs=args.jobs,
                    run_tests=not getattr(args, "no_tests", False),
                    conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
-                   cache_remote=args.cache_remote)
+                   cache_remote=args.cache_remote, remote=getattr(args, "remote", ""))
 
 
 def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
-          facts_file: Path | None = None) -> tuple[BuildPlan, list[str]]:
-    """The plan, and the names of the recipes the user asked for."""
+          facts_file: Path | None = None, unusable: frozenset[str] = frozenset()
+          ) -> tuple[BuildPlan, list[str]]:
+    """The plan, and the names of the recipes the user asked for.  With ``--remote``, the
+    remote is asked which variants it holds (except the keys in ``unusable``)."""
+    from dataclasses import replace
+
     from .state import read_state
 
     rs, roots = _load(args, ws)
     host = _host(ws, rs, facts_file)
     request = _request(args, roots, plan_all)
-    state = read_state(ws, rs.closure(roots))
-    return resolve(roots, rs, request, host, state, ws), [r.name for r in roots]
+    closure = rs.closure(roots)
+    state = read_state(ws, closure)
+    notes: list[str] = []
+    if request.remote:
+        from . import remote
+        from .steps import tool
+
+        try:
+            keys = remote.remote_keys(ws, tool(host, "conan", "conan"), request.remote,
+                                      [(r.name, r.version) for r in closure])
+        except remote.RemoteError as exc:
+            if not getattr(args, "remote_optional", False):
+                raise
+            keys = frozenset()
+            notes.append(f"remote '{exc.remote}' {exc.why}: building locally "
+                         f"(--remote-optional)")
+        state = replace(state, remote_keys=keys - unusable)
+    plan = resolve(roots, rs, request, host, state, ws)
+    if notes:
+        plan = replace(plan, notes=(*notes, *plan.notes))
+    return plan, [r.name for r in roots]
 
 
 def cmd_validate(args: argparse.Namespace, ws: Workspace) -> int:
@@ -328,10 +380,8 @@ def _check_requested(plan: BuildPlan, args: argparse.Namespace, named: list[str]
 
 
 def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = None) -> int:
-    from .execute import Executor, needs_work
+    from .errors import DownloadFailed
     from .lock import workspace_lock
-    from .progress import LinePrinter
-    from .runner import SubprocessRunner
 
     t0 = time.monotonic()
     with workspace_lock(ws, wait=not args.no_wait):
@@ -342,57 +392,28 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             if orphans:
                 print(f"note: stopped {len(orphans)} process(es) that an earlier build "
                       f"killed with SIGKILL had left running", file=sys.stderr)
-        plan, named = _plan(args, ws, plan_all=False)
-        _check_requested(plan, args, named)
-        if args.lockfile is not None:
-            from .lockfile import check
+        unusable: frozenset[str] = frozenset()
+        while True:
+            plan, named = _plan(args, ws, plan_all=False, unusable=unusable)
+            _check_requested(plan, args, named)
+            if args.lockfile is not None:
+                from .lockfile import check
 
-            check(plan, args.lockfile)
-        counts = plan.counts()
-        if not needs_work(plan):
-            up = sum(1 for v in plan.variants if v.status == CACHED)
-            sk = sum(1 for v in plan.variants if v.status == SKIP)
-            skipped = f", {sk} skipped" if sk else ""
-            print(f"nothing to do: {up} variant(s) up to date{skipped} "
-                  f"({time.monotonic() - t0:.2f}s)")
-            for v in plan.variants:
-                if v.status == SKIP:
-                    print(f"  skipped {v.id}: {v.reason}")
-            return 0
-        from .record import BuildRecorder, load_times
-
-        recorder = BuildRecorder(plan, ws)
-        live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
-        printer: Any = LinePrinter(quiet=args.quiet, verbose=args.verbose)
-        print(f"building: {counts[BUILD]} step(s) to run, {counts[CACHED]} cached, "
-              f"{counts[SKIP]} skipped — logs in {display_path(ws.logs)}")
-        for n in plan.notes:
-            print(f"note: {n}")
-        ex = Executor(plan, ws, runner or SubprocessRunner(owner=str(ws.state)),
-                      keep_going=args.keep_going)
-        if live:
-            from .progress import LiveProgress
-
-            printer = LiveProgress(plan, ex, load_times(ws), verbose=args.verbose)
-
-        def on_event(e: Any) -> None:
-            recorder.event(e)
-            printer.event(e)
-
-        ex.on_event = on_event
-        ex.on_line = printer.line if args.verbose else None
-        try:
-            if live:
-                with printer:
-                    summary = ex.run()
-            else:
-                summary = ex.run()
-        except (Interrupted, KeyboardInterrupt):
-            from .execute import Summary
-
-            recorder.save(Summary(), interrupted=True)  # last-build.json says so
-            raise
-        recorder.save(summary)
+                check(plan, args.lockfile)
+            ran = _execute(args, ws, plan, runner, t0)
+            if ran is None:
+                return 0
+            summary, ex = ran
+            # A download that came back corrupted (already removed) is rebuilt; one that
+            # failed because the remote is down is rebuilt with --remote-optional.
+            retry = frozenset(f.key for f in summary.failed if isinstance(f, DownloadFailed)
+                              and (f.corrupt or args.remote_optional)) - unusable
+            if not retry or len(retry) < sum(1 for f in summary.failed):
+                break
+            for f in summary.failed:
+                print(f"note: {f.step_id}: {f.explanation}; building it here instead",
+                      file=sys.stderr)
+            unusable |= retry
     for failure in summary.failed:
         print(failure.render(), file=sys.stderr)
     if ex.cache_stats:
@@ -407,6 +428,120 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
           f"{len(summary.aborted)} not run — {summary.seconds:.1f}s")
     if not summary.ok:
         return 1
+    return 0
+
+
+def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
+             t0: float) -> tuple[Any, Any] | None:
+    """Run ``plan`` with progress output and a build record; None when nothing needs
+    doing (after saying so)."""
+    from .execute import Executor, needs_work
+    from .progress import LinePrinter
+    from .record import BuildRecorder, load_times
+    from .runner import SubprocessRunner
+
+    counts = plan.counts()
+    if not needs_work(plan):
+        up = sum(1 for v in plan.variants if v.status == CACHED)
+        sk = sum(1 for v in plan.variants if v.status == SKIP)
+        skipped = f", {sk} skipped" if sk else ""
+        print(f"nothing to do: {up} variant(s) up to date{skipped} "
+              f"({time.monotonic() - t0:.2f}s)")
+        for v in plan.variants:
+            if v.status == SKIP:
+                print(f"  skipped {v.id}: {v.reason}")
+        for n in plan.notes:
+            print(f"note: {n}")
+        return None
+    recorder = BuildRecorder(plan, ws)
+    live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
+    printer: Any = LinePrinter(quiet=args.quiet, verbose=args.verbose)
+    down = f"{counts[DOWNLOAD]} to download, " if counts[DOWNLOAD] else ""
+    print(f"building: {counts[BUILD]} step(s) to run, {down}{counts[CACHED]} cached, "
+          f"{counts[SKIP]} skipped — logs in {display_path(ws.logs)}")
+    skipped_variants = {v.id for v in plan.variants if v.status == SKIP}
+    for v in plan.variants:  # what will not be built here is said, with why
+        if v.id in skipped_variants:
+            print(f"  skipped {v.id}: {v.reason}")
+    for st in plan.steps:  # tests not run here (cross-compiled, GPU-only) likewise
+        if st.kind == "test" and st.status == SKIP and st.variant not in skipped_variants \
+                and not getattr(args, "no_tests", False):
+            print(f"  skipped {st.id}: {st.reason}")
+    for n in plan.notes:
+        print(f"note: {n}")
+    ex = Executor(plan, ws, runner or SubprocessRunner(owner=str(ws.state)),
+                  keep_going=args.keep_going)
+    if live:
+        from .progress import LiveProgress
+
+        printer = LiveProgress(plan, ex, load_times(ws), verbose=args.verbose)
+
+    def on_event(e: Any) -> None:
+        recorder.event(e)
+        printer.event(e)
+
+    ex.on_event = on_event
+    ex.on_line = printer.line if args.verbose else None
+    try:
+        if live:
+            with printer:
+                summary = ex.run()
+        else:
+            summary = ex.run()
+    except (Interrupted, KeyboardInterrupt):
+        from .execute import Summary
+
+        recorder.save(Summary(), interrupted=True)  # last-build.json says so
+        raise
+    recorder.save(summary)
+    return summary, ex
+
+
+def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
+    from . import remote
+    from .lock import workspace_lock
+    from .runner import SubprocessRunner
+
+    name = args.remote
+    if not name:
+        raise UsageError("publish needs a remote: --remote NAME (or $BUILDER_REMOTE; see "
+                         "`builder remote list`)")
+    args.remote = ""  # plan what is here; the remote is only written to
+    with workspace_lock(ws, wait=True):
+        plan, _ = _plan(args, ws, plan_all=False)
+        conan = next((c[0] for s in plan.steps for c in s.commands
+                      if c and Path(c[0]).name == "conan"), "conan")
+        print(f"publishing to {name} ({remote.configured(ws).get(name, '?')}):")
+        n = remote.publish(plan, ws, name, conan, SubprocessRunner(owner=str(ws.state)), print)
+    print(f"published {n} variant(s) to {name}")
+    return 0
+
+
+def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
+    from . import remote
+    from .runner import capture
+
+    remote.ensure_conan_home(ws)
+    env = {**os.environ, "CONAN_HOME": str(ws.conan_home)}
+    if args.remote_command == "list":
+        remotes = remote.configured(ws)
+        for n, url in remotes.items():
+            print(f"{n}  {url}")
+        if not remotes:
+            print(f"no remote configured in {display_path(ws.conan_home)} (builds are "
+                  f"offline); add one with `builder remote add NAME URL`")
+        return 0
+    if args.remote_command == "add":
+        argv = ["conan", "remote", "add", args.name, args.url, "--force",
+                *(["--insecure"] if args.insecure else [])]
+    else:
+        argv = ["conan", "remote", "remove", args.name]
+    rc, out = capture(argv, env=env)
+    if rc != 0:
+        raise UsageError(f"conan remote {args.remote_command} failed: "
+                         f"{out.strip().splitlines()[-1] if out.strip() else rc}")
+    print(f"{args.remote_command}: {args.name}" + (f" → {args.url}" if args.remote_command ==
+                                                   "add" else ""))
     return 0
 
 
@@ -529,7 +664,8 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
                 "build": cmd_build, "schema": cmd_schema, "lock": cmd_lock,
-                "report": cmd_report, "matrix": cmd_matrix, "cache": cmd_cache}
+                "report": cmd_report, "matrix": cmd_matrix, "cache": cmd_cache,
+                "publish": cmd_publish, "remote": cmd_remote}
     try:
         if args.command == "build":
             with _terminate_as_interrupt():

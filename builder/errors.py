@@ -136,5 +136,17 @@ class StepFailed(BuilderError):
         return "\n".join(lines)
 
 
+class DownloadFailed(StepFailed):
+    """A download from a binary remote failed: the remote could not be used
+    (``unreachable``) or what came back did not match its published hashes
+    (``corrupt``; the entry has been removed from the local cache)."""
+
+    def __init__(self, step_id: str, log_path: str, explanation: str, key: str,
+                 corrupt: bool = False, tail: list[str] | None = None) -> None:
+        super().__init__(step_id, [], 1, log_path, tail or [], explanation)
+        self.key = key
+        self.corrupt = corrupt
+
+
 class Interrupted(BuilderError):
     exit_code = 130

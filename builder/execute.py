@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import Interrupted, StepFailed
-from .plan import BUILD, CACHED, SKIP, BuildPlan, Step
+from .errors import DownloadFailed, Interrupted, StepFailed
+from .plan import CACHED, SKIP, TO_RUN, BuildPlan, Step
 from .runner import Runner
 from .state import file_sha256
 from .workspace import Workspace
@@ -190,13 +190,9 @@ class Executor:
         self._ensure_conan_home()
 
     def _ensure_conan_home(self) -> None:
-        """A project-local Conan home with no remotes: builds never reach the network
-        unless a remote is configured on purpose."""
-        home = self.ws.conan_home
-        if not (home / "remotes.json").exists():
-            _atomic_write(home / "remotes.json", json.dumps({"remotes": []}, indent=2))
-        if not (home / "global.conf").exists():
-            _atomic_write(home / "global.conf", "core:non_interactive=True\n")
+        from .remote import ensure_conan_home
+
+        ensure_conan_home(self.ws)
 
     def _do_build(self, step: Step) -> None:
         """A CMake build with its memory broker running for the compile launchers."""
@@ -319,6 +315,74 @@ class Executor:
         finally:
             shutil.rmtree(partial, ignore_errors=True)
 
+    def _do_download(self, step: Step) -> None:
+        """Fetch a variant's packages from the remote, check them against the hashes
+        written when they were published, and put their files where a build would."""
+        from . import remote as rm
+
+        name, key, conan = step.param("remote"), step.param("key"), step.param("conan")
+        log = self._log_path(step)
+        try:
+            self._commands(step)
+        except StepFailed as failed:
+            why, fix = rm.explain(name, "\n".join(failed.tail))
+            raise DownloadFailed(step.id, failed.log_path, f"remote '{name}' {why}; {fix}",
+                                 key, tail=failed.tail) from None
+
+        def run(argv: Any) -> str:
+            res = self.runner.run(list(argv), cwd=self.ws.state, env_changes=dict(step.env),
+                                  log_path=log.with_suffix(".check.log"), timeout=600)
+            if res.interrupted:
+                raise Interrupted(f"interrupted during {step.id}")
+            if res.returncode != 0:
+                raise StepFailed(step.id, list(argv), res.returncode,
+                                 str(log.with_suffix(".check.log")), res.tail)
+            return "\n".join(res.tail)
+
+        refs = json.loads(step.param("refs"))
+        out_file = self.ws.state / f".download.tmp{os.getpid()}.json"
+        found = {ref: rm.locate(run, conan, ref, key, out_file) for ref in refs}
+        art = found[refs[-1]]
+        main = found[refs[0]] if len(refs) > 1 else None
+        problems = [f"{ref}: not in the local cache after the download"
+                    for ref, loc in found.items() if loc is None]
+        if not problems:
+            for loc in found.values():
+                assert loc is not None
+                try:
+                    run([conan, "cache", "check-integrity", loc.ref])
+                except StepFailed:
+                    problems.append(f"{loc.ref}: Conan's manifest check failed")
+        if not problems and art is not None:
+            try:
+                manifest = json.loads((art.folder / rm.MANIFEST).read_text(encoding="utf-8"))
+                problems = rm.verify(manifest, art.folder, main.folder if main else None)
+            except (OSError, ValueError) as exc:
+                problems = [f"{rm.MANIFEST}: unreadable ({exc})"]
+        if problems:
+            for loc in found.values():
+                if loc is not None:  # never used, never left for the next build
+                    run([conan, "remove", loc.ref, "-c"])
+            raise DownloadFailed(step.id, str(log), f"the packages from remote '{name}' are "
+                                 f"corrupted ({'; '.join(problems[:3])}); removed from the "
+                                 f"local cache", key, corrupt=True)
+        assert art is not None
+        try:
+            if main is not None:
+                rm.copy_tree(main.folder, Path(step.param("stage")))
+            for wheel in json.loads(step.param("wheels")):
+                dest = Path(wheel)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dest.with_name(f".{dest.name}.tmp{os.getpid()}")
+                shutil.copyfile(art.folder / "wheels" / dest.name, tmp)
+                os.replace(tmp, dest)
+            for entry in json.loads(step.param("kernel_entries")):
+                rm.copy_tree(art.folder / "kernels" / Path(entry).name, Path(entry))
+        except OSError as exc:  # the remote's package lacks what this plan needs
+            raise DownloadFailed(step.id, str(log), f"the packages from remote '{name}' "
+                                 f"lack a file this variant needs ({exc})", key,
+                                 corrupt=True) from None
+
     def _do_publish(self, step: Step) -> None:
         stage, prefix = Path(step.param("stage")), Path(step.param("prefix"))
         meta = json.loads(step.param("meta") or "{}")
@@ -395,4 +459,4 @@ def _stats_delta(before: dict[str, int] | None, after: dict[str, int] | None
 
 
 def needs_work(plan: BuildPlan) -> bool:
-    return any(s.status == BUILD for s in plan.steps)
+    return any(s.status in TO_RUN for s in plan.steps)

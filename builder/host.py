@@ -235,8 +235,9 @@ def _find_exe(tool: str, names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _probe_tool(tool: str, cache: _ProbeCache) -> ToolInfo | None:
-    args, names = _TOOL_PROBES[tool]
+def _probe_tool(tool: str, cache: _ProbeCache,
+                spec: tuple[list[str], tuple[str, ...]] | None = None) -> ToolInfo | None:
+    args, names = spec or _TOOL_PROBES[tool]
     exe = _find_exe(tool, names)
     if exe is None:
         return None
@@ -423,19 +424,31 @@ def _probe_gpus() -> tuple[str, ...]:
 
 def _probe_system_packages(cache: _ProbeCache, names: tuple[str, ...]
                            ) -> tuple[tuple[str, str], ...]:
-    """Installed versions of the Debian packages ``names`` (missing ones are left out)."""
+    """Installed versions of the Debian packages ``names`` (missing ones are left out).
+    A name qualified with a foreign architecture (``libprotobuf-dev:arm64``, Debian
+    multiarch, for cross builds) is reported under that qualified name; an unqualified
+    name only counts when it is installed for the native architecture (or ``all``)."""
     dpkg = shutil.which("dpkg-query")
     if not names or dpkg is None:
         return ()
-    key = cache.key("dpkg", "/var/lib/dpkg/status", ",".join(names))
+    key = cache.key("dpkg-multiarch", "/var/lib/dpkg/status", ",".join(names))
     hit = cache.get(key)
     if hit is None:
-        _, out = capture([dpkg, "-W", "-f", "${Package} ${Status} ${Version}\n", *names])
+        rc, native = capture([shutil.which("dpkg") or "dpkg", "--print-architecture"])
+        native = native.strip() if rc == 0 else ""
+        _, out = capture([dpkg, "-W", "-f", "${Package} ${Architecture} ${Status} ${Version}\n",
+                          *names])
+        wanted = set(names)
         hit = []
         for line in out.splitlines():
             parts = line.split()
-            if len(parts) >= 5 and parts[3] == "installed":
-                hit.append([parts[0], parts[4]])
+            if len(parts) < 6 or parts[4] != "installed":
+                continue
+            pkg, arch, version = parts[0], parts[1], parts[5]
+            if f"{pkg}:{arch}" in wanted:
+                hit.append([f"{pkg}:{arch}", version])
+            elif pkg in wanted and (not native or arch in (native, "all")):
+                hit.append([pkg, version])
         cache.put(key, hit)
     return tuple((str(a), str(b)) for a, b in hit)
 
@@ -443,8 +456,16 @@ def _probe_system_packages(cache: _ProbeCache, names: tuple[str, ...]
 def probe(cache_file: Path | None = None, python_packages: tuple[str, ...] = (),
           system_packages: tuple[str, ...] = ()) -> HostFacts:
     """Look at this machine once.  ``cache_file`` keeps slow tool probes between runs."""
+    from .targets import cross_compiler_names
+
     cache = _ProbeCache(cache_file)
+    system = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}.get(
+        platform.system(), platform.system().lower())
     tools = tuple(t for t in (_probe_tool(name, cache) for name in _TOOL_PROBES) if t)
+    # cross compilers of the target platforms (data/targets.json), probed by name on PATH
+    tools += tuple(t for t in (_probe_tool(exe, cache, (["-dumpfullversion", "-dumpversion"],
+                                                        (exe,)))
+                               for exe in cross_compiler_names(system)) if t)
     packages = tuple(sorted({*DEFAULT_PY_PACKAGES, *(p.lower() for p in python_packages)}))
     pythons = _probe_pythons(cache, packages)
     installed = _probe_system_packages(cache, tuple(sorted(set(system_packages))))
@@ -453,8 +474,6 @@ def probe(cache_file: Path | None = None, python_packages: tuple[str, ...] = (),
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS
         cpus = os.cpu_count() or 1
-    system = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}.get(
-        platform.system(), platform.system().lower())
     return HostFacts(os=system, arch=platform.machine(), cpus=cpus, memory=probe_memory(),
                      tools=tools, pythons=pythons,
                      default_python="{}.{}".format(*sys.version_info[:2]), gpus=_probe_gpus(),

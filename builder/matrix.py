@@ -78,8 +78,24 @@ RUNNERS: dict[str, Runner] = {
 }
 
 
-def runner_for(backend: str) -> Runner:
-    return RUNNERS.get(backend, RUNNERS["cpu"])
+def runner_for(backend: str, target: str = "", kind: str = "") -> Runner:
+    """The runner of a backend's CI jobs: its target platform's (data/targets.json), else
+    its kind's."""
+    from .targets import get as get_target
+
+    t = get_target(target) if target else None
+    if t is not None:
+        return Runner(t.runs_on, setup=t.setup)
+    return RUNNERS.get(kind or backend, RUNNERS["cpu"])
+
+
+def _meanings(recipes: Iterable[Recipe]) -> dict[str, tuple[str, str]]:
+    """Backend name → (kind, target), from the recipes that declare it."""
+    out: dict[str, tuple[str, str]] = {}
+    for r in recipes:
+        for b in r.backends:
+            out.setdefault(b.name, (b.backend_kind, b.target))
+    return out
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -126,6 +142,8 @@ class Session:
     recipes: tuple[str, ...]
     #: the subset whose native build does not depend on Python (abi none)
     independent: tuple[str, ...] = ()
+    kind: str = ""  # the registry backend ("" = the backend's name)
+    target: str = ""  # the target platform ("" = the host's)
 
     @property
     def name(self) -> str:
@@ -145,8 +163,10 @@ def sessions(recipes: Iterable[Recipe], default_python: str) -> list[Session]:
         for b in r.backend_names:
             for py in recipe_pythons(r, default_python):
                 pairs.setdefault((b, py), []).append(r)
+    meaning = _meanings(recipes)
     out = [Session(b, py, tuple(r.name for r in rs),
-                   tuple(r.name for r in rs if python_independent(r)))
+                   tuple(r.name for r in rs if python_independent(r)),
+                   *(("", "") if meaning[b] == (b, "") else meaning[b]))
            for (b, py), rs in pairs.items()]
     out.sort(key=lambda s: (_backend_key(s.backend), version_key(s.python)))
     return out
@@ -160,10 +180,17 @@ class Unavailable:
 
 def session_unavailable(session: Session, host: HostFacts) -> Unavailable | None:
     """Why this host cannot run ``session`` at all (backend or interpreter missing)."""
-    if session.backend not in registry.names():
+    kind = session.kind or session.backend
+    if kind not in registry.names():
         return Unavailable(f"unknown backend '{session.backend}'",
                            f"backends: {', '.join(registry.names())}")
-    why = registry.get(session.backend).host_unavailable(host)
+    if session.target:
+        from .targets import for_host
+
+        _, off = for_host(session.target, host, session.backend)
+        if off is not None:
+            return Unavailable(off.reason, off.fix)
+    why = registry.get(kind).host_unavailable(host)
     if why is not None:
         return Unavailable(why.reason, why.fix)
     if host.python(session.python) is None:
@@ -183,9 +210,10 @@ def unknown_session_hint(name: str, all_sessions: Sequence[Session]) -> str | No
     backend, _, python = name.removeprefix("build-").rpartition("-")
     if not backend or not python:
         return None
-    if backend not in registry.names():
+    known = _known_backends(all_sessions)
+    if backend not in known:
         return (f"{name}: unknown backend '{backend}' (backends: "
-                f"{', '.join(registry.names())}); `nox -l` lists the sessions")
+                f"{', '.join(known)}); `nox -l` lists the sessions")
     mine = [s for s in all_sessions if s.backend == backend]
     if not mine:
         return f"{name}: no recipe declares the {backend} backend, so it has no sessions"
@@ -260,6 +288,11 @@ def split_posargs(posargs: Sequence[str], session: Session, all_sessions: Sequen
                      tuple(global_flags), tuple(flags), tuple(build_flags))
 
 
+def _known_backends(all_sessions: Sequence[Session]) -> list[str]:
+    """The built-in backends and those the recipes name (arm, macos, …)."""
+    return list(dict.fromkeys([*registry.names(), *(s.backend for s in all_sessions)]))
+
+
 def _names_for(backend: str, all_sessions: Sequence[Session]) -> str:
     return ", ".join(s.name for s in all_sessions if s.backend == backend) or "none"
 
@@ -268,9 +301,9 @@ def _check_pair(backend: str, python: str, session: Session, all_sessions: Seque
                 what: str) -> None:
     if backend == session.backend and python == session.python:
         return  # says what the session name says already
-    if backend not in registry.names():
-        raise MatrixError(f"unknown backend '{backend}' (backends: "
-                          f"{', '.join(registry.names())})")
+    known = _known_backends(all_sessions)
+    if backend not in known:
+        raise MatrixError(f"unknown backend '{backend}' (backends: {', '.join(known)})")
     if python == "all":
         raise MatrixError(f"--python all: each session builds one Python version; run the "
                           f"sessions for {backend}: {_names_for(backend, all_sessions)}")
@@ -473,6 +506,7 @@ def ci_matrix(recipes: Iterable[Recipe], default_python: str = CI_PYTHON,
             for name in cands[py]:
                 del left[name]
     by_name = {r.name: r for r in recipes}
+    meaning = _meanings(recipes)
     session_recipes = {(s.backend, s.python): s.recipes for s in all_sessions}
     out: list[Job] = []
     for (b, py), names in sorted(jobs.items(), key=lambda kv: (_backend_key(kv[0][0]),
@@ -480,8 +514,9 @@ def ci_matrix(recipes: Iterable[Recipe], default_python: str = CI_PYTHON,
         chosen = tuple(sorted(names))
         reqs = tuple(dict.fromkeys(q for n in chosen for q in by_name[n].requires.python))
         secs = tuple((n, recipe_seconds(roots.get(n, ()), history, b)) for n in chosen)
-        out.append(Job(b, py, chosen, chosen != session_recipes[(b, py)], runner_for(b),
-                       secs, reqs))
+        kind, target = meaning[b]
+        out.append(Job(b, py, chosen, chosen != session_recipes[(b, py)],
+                       runner_for(b, target, kind), secs, reqs))
     notes = []
     for r in recipes:
         if not r.python.versions:

@@ -91,6 +91,17 @@ class BackendSpec:
     defines: tuple[tuple[str, str], ...] = ()
     formats: tuple[str, ...] = ()  # kernel artifact formats; () = the backend's default
     archs_option: str = ""  # a list option that replaces archs when set
+    # A named backend (``arm: {kind: cpu, target: linux-armv8}``): the registry backend it
+    # is and the target platform it builds for (data/targets.json).  Left out of the repr,
+    # which keys are made from, so that backends without them keep their keys;
+    # resolve.model_digest adds them when they are set.
+    kind: str = field(default="", repr=False)  # "" = the name is the registry backend
+    target: str = field(default="", repr=False)  # "" = the host's platform
+
+    @property
+    def backend_kind(self) -> str:
+        """The registry backend (cpu, cuda, rocm, metal) this backend is."""
+        return self.kind or self.name
 
 
 @dataclass(frozen=True)

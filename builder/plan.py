@@ -3,8 +3,8 @@
 A :class:`BuildPlan` is a DAG of :class:`Step` s grouped by :class:`Variant`
 (recipe × backend × build type × Python, when the package depends on the
 Python ABI).  Each step carries its exact argv, environment changes, working
-folder, inputs hash, outputs, memory estimate and status — ``build``, ``cached``
-or ``skip`` (with the reason and the fix).  Formatting lives in
+folder, inputs hash, outputs, memory estimate and status — ``build``, ``download``
+(from a Conan remote), ``cached`` or ``skip`` (with the reason and the fix).  Formatting lives in
 :mod:`builder.planfmt`; execution in :mod:`builder.execute`.
 """
 
@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 BUILD, CACHED, SKIP = "build", "cached", "skip"
+DOWNLOAD = "download"  # built elsewhere: fetched from a Conan remote instead of built
+TO_RUN = (BUILD, DOWNLOAD)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class BuildPlan:
         return [s for s in self.steps if s.variant == variant_id]
 
     def counts(self) -> dict[str, int]:
-        out = {BUILD: 0, CACHED: 0, SKIP: 0}
+        out = {BUILD: 0, DOWNLOAD: 0, CACHED: 0, SKIP: 0}
         for s in self.steps:
             out[s.status] = out.get(s.status, 0) + 1
         return out

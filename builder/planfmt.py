@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import shlex
 
-from .plan import BUILD, CACHED, SKIP, BuildPlan, Step
+from .plan import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step
 
-_MARK = {BUILD: "build", CACHED: "cached", SKIP: "skip"}
-_COLOR = {BUILD: "\033[33m", CACHED: "\033[32m", SKIP: "\033[90m"}
+_MARK = {BUILD: "build", DOWNLOAD: "download", CACHED: "cached", SKIP: "skip"}
+_COLOR = {BUILD: "\033[33m", DOWNLOAD: "\033[36m", CACHED: "\033[32m", SKIP: "\033[90m"}
 _RESET = "\033[0m"
 
 
@@ -51,7 +51,9 @@ def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
     counts = plan.counts()
     out = [f"host: {plan.host}",
            f"parallel jobs: {plan.jobs}, memory budget: {gib(plan.memory_budget)}",
-           f"steps: {counts[BUILD]} to build, {counts[CACHED]} cached, {counts[SKIP]} skipped"]
+           f"steps: {counts[BUILD]} to build, "
+           + (f"{counts[DOWNLOAD]} to download, " if counts[DOWNLOAD] else "")
+           + f"{counts[CACHED]} cached, {counts[SKIP]} skipped"]
     current = ""
     for v in plan.variants:
         if v.recipe != current:
@@ -68,6 +70,8 @@ def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
         if v.status == SKIP:
             out.append(f"      skip: {v.reason}")
             out.append(f"      fix:  {v.fix}")
+        elif v.status == DOWNLOAD:
+            out.append(f"      download: {v.reason}")
         elif v.status == CACHED and v.reason:
             out.append(f"      {v.reason} (manifest.json matches the inputs)")
         for s in plan.steps_of(v.id):
@@ -82,7 +86,7 @@ def to_json(plan: BuildPlan) -> str:
 
 
 def dot(plan: BuildPlan) -> str:
-    fill = {BUILD: "#ffe08a", CACHED: "#b7e4c7", SKIP: "#dddddd"}
+    fill = {BUILD: "#ffe08a", DOWNLOAD: "#a9d6f5", CACHED: "#b7e4c7", SKIP: "#dddddd"}
     out = ["digraph plan {", "  rankdir=LR;", "  node [shape=box, style=filled, "
            "fontname=Helvetica];"]
     for v in plan.variants:

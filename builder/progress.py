@@ -62,16 +62,16 @@ class LiveProgress:
         from rich.console import Console
         from rich.live import Live
 
-        from .plan import BUILD
+        from .plan import TO_RUN
         from .record import step_key
 
         self.console = Console(no_color="NO_COLOR" in os.environ)
         self.plan = plan
         self.executor_ref = executor_ref
-        self.todo = [s.id for s in plan.steps if s.status == BUILD]
+        self.todo = [s.id for s in plan.steps if s.status in TO_RUN]
         self.expected = {sid: times.get(step_key(sid), 0.0) for sid in self.todo}
         self.done: set[str] = set()
-        self.cached = sum(1 for s in plan.steps if s.status not in (BUILD, "skip"))
+        self.cached = sum(1 for s in plan.steps if s.status not in (*TO_RUN, "skip"))
         self.current = ""
         self.started_step = time.monotonic()
         self.verbose = verbose

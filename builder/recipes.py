@@ -172,7 +172,27 @@ def check_set(recipes: list[Recipe]) -> list[Diagnostic]:
                                            "require the same version everywhere", line))
             else:
                 conan_refs.setdefault(name, (version, r))
+    problems.extend(_backend_meanings(recipes))
     problems.extend(_cycles(by_name))
+    return problems
+
+
+def _backend_meanings(recipes: list[Recipe]) -> list[Diagnostic]:
+    """A backend name means one thing in every recipe (``--backend arm``, the nox session
+    ``build-arm-3.11`` and dependencies select by name): the same kind and target."""
+    first: dict[str, tuple[str, str, Recipe]] = {}
+    problems: list[Diagnostic] = []
+    for r in recipes:
+        for b in r.backends:
+            seen = first.setdefault(b.name, (b.backend_kind, b.target, r))
+            if seen[:2] != (b.backend_kind, b.target):
+                loc, line = _loc(r, ("backends", b.name))
+                other = f"kind {seen[0]}" + (f", target {seen[1]}" if seen[1] else "")
+                here = f"kind {b.backend_kind}" + (f", target {b.target}" if b.target else "")
+                problems.append(Diagnostic(loc, f"backends.{b.name}", f"backend '{b.name}' is "
+                                           f"{here} here but {other} in {seen[2].display}",
+                                           "give it the same kind and target everywhere, or "
+                                           "another name", line))
     return problems
 
 

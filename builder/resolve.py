@@ -18,15 +18,24 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from . import backends as registry
-from . import render
+from . import render, targets
 from .errors import Diagnostic, Location, RecipeError, UnsupportedError, UsageError
 from .host import HostFacts
 from .model import Option, OptionValue, Recipe, digest, option_text
-from .plan import BUILD, CACHED, SKIP, BuildPlan, Variant
+from .plan import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Variant
 from .recipes import RecipeSet
+from .remote import download_steps
 from .steps import VariantContext, cmake_steps, kernel_steps
+from .steps import tool as host_tool
 from .subst import SubstitutionError, substitute, variables
-from .system import conan_problem, missing_system
+from .system import (
+    conan_problem,
+    cross_problem,
+    install_command,
+    missing_system,
+    packages_for,
+    qualified,
+)
 from .system import table as system_table
 from .workspace import Workspace
 
@@ -57,6 +66,7 @@ class Request:
     conan_remote: str = ""  # a configured Conan remote for `provider: remote` requirements
     compiler_cache: str = "none"  # none | ccache | sccache
     cache_remote: str = ""  # remote storage for the compiler cache, e.g. redis://127.0.0.1:6379
+    remote: str = ""  # a Conan remote holding published variants (download, not build)
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,7 @@ class State:
     wheels: frozenset[str] = frozenset()  # wheel files already built
     #: absolute source file → (measured peak bytes, seconds) from the build history
     measured: tuple[tuple[str, int, float], ...] = ()
+    remote_keys: frozenset[str] = frozenset()  # variant keys published on Request.remote
     notes: tuple[str, ...] = field(default=())
 
 
@@ -162,7 +173,10 @@ def model_digest(recipe: Recipe) -> str:
                              patches=()) for src in recipe.sources)
     core = _replace(recipe, description="", digest="", display="", positions=None,
                     file=Path("/"), sources=sources)
-    return hashlib.sha256(repr(core).encode()).hexdigest()
+    # named backends' kind and target are kept out of the repr (so that recipes without
+    # them keep their keys) and added here
+    named = [(b.name, b.kind, b.target) for b in recipe.backends if b.kind or b.target]
+    return hashlib.sha256((repr(core) + (repr(named) if named else "")).encode()).hexdigest()
 
 
 
@@ -255,9 +269,11 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
     jobs = request.jobs or host.cpus
     notes: list[str] = []
     arch_errors: list[Diagnostic] = []
+    known = list(dict.fromkeys([*registry.names(), *(n for r in recipes.recipes
+                                                     for n in r.backend_names)]))
     for b in request.backends:
-        if b not in registry.names():
-            raise UsageError(f"unknown backend '{b}' (backends: {', '.join(registry.names())})")
+        if b not in known:
+            raise UsageError(f"unknown backend '{b}' (backends: {', '.join(known)})")
     variants: dict[str, Variant] = {}
     steps = []
     memo: dict[tuple[str, str, str, str], Variant] = {}
@@ -268,12 +284,21 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         memo_key = (recipe.name, backend, build_type, python)
         if memo_key in memo:
             return memo[memo_key]
-        be = registry.get(backend)
         spec = recipe.backend(backend)
         assert spec is not None
+        be = registry.get(spec.backend_kind)
         problems: list[tuple[str, str]] = []
         vnotes: list[str] = []
         options = resolve_options(recipe, request, vnotes)
+        platform, off_target = targets.for_host(spec.target, host, backend) if spec.target \
+            else (None, None)
+        if off_target:
+            problems.append((off_target.reason, off_target.fix))
+        elif platform and platform.cross and be.tool:
+            problems.append((f"{backend}: cross-compiling the {be.name} backend for "
+                             f"{spec.target} is not supported",
+                             f"build it on a {spec.target} host"))
+        multiarch = platform.multiarch if platform else ""
         unavailable = be.host_unavailable(host)
         if unavailable:
             problems.append((unavailable.reason, unavailable.fix))
@@ -326,8 +351,20 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 problems.append((f"--compiler-cache {request.compiler_cache}: {cc[0]}",
                                  f"apt-get install {request.compiler_cache}, or drop "
                                  "--compiler-cache"))
+        wanted_system = [p for sreq in recipe.requires.system for p in sreq.packages
+                         if not sreq.when or options.get(sreq.when[len("${options."):-1])
+                         is True]
+        system_refs = [c for c in recipe.requires.conan if c.provider == "system"]
+        if platform and platform.cross and (system_refs or wanted_system):
+            # the target architecture's libraries, every missing one named in one fix
+            xp = cross_problem(system_refs, wanted_system, host, multiarch, spec.target) \
+                if multiarch else (f"{backend}: this host has no system packages for "
+                                   f"{spec.target}", "use `provider: remote` for the Conan "
+                                   f"requirements, or build on a {spec.target} host")
+            if xp:
+                problems.append(xp)
         for creq in recipe.requires.conan:
-            cp = (conan_problem(creq, host) if creq.provider == "system" else None
+            cp = (conan_problem(creq, host, multiarch) if creq.provider == "system" else None
                   if request.conan_remote else
                   (f"{creq.ref} comes from a Conan remote and none was given",
                    "pass --conan-remote NAME (a remote configured in the project's Conan home)"))
@@ -336,11 +373,12 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         for sreq in recipe.requires.system:
             if sreq.when and options.get(sreq.when[len("${options."):-1]) is not True:
                 continue
-            missing = missing_system(sreq.packages, host)
+            pkgs = [qualified(p, multiarch) for p in sreq.packages]
+            missing = missing_system(pkgs, host)
             if missing:
                 why = f" ({sreq.why})" if sreq.why else ""
                 problems.append((f"system package(s) {', '.join(missing)} not installed{why}",
-                                 f"apt-get install {' '.join(sreq.packages)}"))
+                                 install_command(pkgs, multiarch)))
         if recipe.enabled_by and options.get(recipe.enabled_by) is False:
             problems.insert(0, (f"disabled: option {recipe.enabled_by} is false",
                                 f"-o {recipe.name}:{recipe.enabled_by}=true to build it"))
@@ -359,6 +397,12 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         for req in recipe.requires.recipes:
             dep = recipes.by_name[req.name]
             dep_backend = backend if dep.backend(backend) else "cpu"
+            if dep.backend(backend) is None and spec.target:  # a cpu build is for this host
+                problems.append((f"requires {dep.name}, which has no {backend} backend (its "
+                                 f"cpu build is for this host, not {spec.target})",
+                                 f"add backends.{backend} (kind: {spec.backend_kind}, target: "
+                                 f"{spec.target}) to {dep.display}"))
+                continue
             if dep.backend(dep_backend) is None:
                 problems.append((f"requires {dep.name}, which has no {backend} or cpu backend",
                                  f"add backends.{backend} to {dep.display}"))
@@ -377,10 +421,12 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                                          for p in s.patches]
         tools = {t: (host.tool(t).version if host.tool(t) else "")  # type: ignore[union-attr]
                  for t in ("cmake", "cxx", "conan", *([be.tool] if be.tool else []))}
+        tools.update(platform.versions if platform else ())  # the cross compilers
         py_info = host.python(py_for_build) if py_for_build else None
-        conan_pins = [(c.ref, c.provider, dict(host.system_packages).get(
-            system_table().get(c.name, {}).get("version_of", ""), ""))
-            for c in recipe.requires.conan]
+        conan_pins = [(c.ref, c.provider, dict(host.system_packages).get(packages_for(
+            {"packages": [system_table().get(c.name, {}).get("version_of", "")],
+             "build_packages": system_table().get(c.name, {}).get("build_packages", ())},
+            multiarch)[0], "")) for c in recipe.requires.conan]
         key = digest(FORMAT, render.templates_digest(), conan_pins, recipe.name, recipe.version,
                    model_digest(recipe), src_digest, backend,
                    build_type, archs, sorted((k, option_text(v)) for k, v in options.items()),
@@ -420,7 +466,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              compiler_cache=request.compiler_cache,
                              cache_remote=request.cache_remote,
                              test_pythons=tuple(_pythons_for(recipe, request, host))
-                             if not python else (python,))
+                             if not python else (python,), platform=platform)
         try:
             new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" \
                 else cmake_steps(ctx)
@@ -430,6 +476,14 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 s.status != BUILD for s in new_steps):
             variant = replace(variant, status=CACHED)
             memo[memo_key] = variant
+        elif status == BUILD and request.remote and key in state.remote_keys:
+            variant = replace(variant, status=DOWNLOAD,
+                              reason=f"published on remote {request.remote}; downloaded, "
+                                     f"not built (its tests ran where it was built)")
+            memo[memo_key] = variant
+            new_steps = download_steps(variant, new_steps, request.remote,
+                                       host_tool(host, "conan", "conan"), ws,
+                                       cmake=recipe.build_system == "cmake")
         variants[vid] = variant
         steps.extend(new_steps)
         notes.extend(n for n in vnotes if n not in notes)

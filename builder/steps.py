@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe, digest, option_text
 from .plan import BUILD, CACHED, SKIP, Step, Variant
 from .subst import substitute
 from .system import table as system_table
+from .targets import Platform
 from .wheel import dist_name, wheel_tag
 from .workspace import Workspace
 
@@ -59,6 +61,17 @@ class VariantContext:
     conan_remote: str = ""
     compiler_cache: str = "none"
     cache_remote: str = ""
+    platform: Platform | None = None  # the backend's target platform (None: the host's)
+
+    @property
+    def kind(self) -> str:
+        """The registry backend of the variant's backend (``arm`` is a ``cpu``)."""
+        spec = self.recipe.backend(self.variant.backend)
+        return spec.backend_kind if spec else self.variant.backend
+
+    @property
+    def cross(self) -> bool:
+        return self.platform is not None and self.platform.cross
 
     @property
     def vdir(self) -> str:
@@ -81,7 +94,7 @@ class VariantContext:
 
     def values(self, **extra: str) -> dict[str, str]:
         v = self.variant
-        be = registry.get(v.backend)
+        be = registry.get(self.kind)
         out = {"package.name": v.recipe, "package.version": v.version, "backend": v.backend,
                "build_type": v.build_type, "archs": ";".join(v.archs),
                "archs.cmake": be.archs_cmake(v.archs), "source": self.source_root(),
@@ -103,7 +116,7 @@ def _status(v: Variant) -> tuple[str, str, str]:
     return v.status, v.reason, v.fix
 
 
-def _tool(host: HostFacts, name: str, fallback: str) -> str:
+def tool(host: HostFacts, name: str, fallback: str) -> str:
     t = host.tool(name)
     return t.path if t else fallback
 
@@ -139,7 +152,10 @@ def _test_steps(ctx: VariantContext, after: str, prefix_value: str
             elif st == BUILD and not ctx.run_tests:
                 st, rs, fx = SKIP, "tests not requested (--no-tests)", "drop --no-tests"
                 optional = True
-            elif st == BUILD and t.needs_gpu and registry.get(v.backend).tool and \
+            elif st == BUILD and ctx.platform is not None and ctx.platform.cross:
+                st, (rs, fx) = SKIP, ctx.platform.test_skip()
+                optional = True  # they run on the target; the build goes on without them
+            elif st == BUILD and t.needs_gpu and registry.get(ctx.kind).tool and \
                     not ctx.host.gpus:
                 st, rs, fx = (SKIP, f"needs a {v.backend} GPU; none is visible on this host",
                               "run the build on a machine with a GPU")
@@ -165,7 +181,7 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
     if src.kind == "git":
         from .validate import is_full_rev
 
-        git = _tool(host, "git", "git")
+        git = tool(host, "git", "git")
         if is_full_rev(src.rev):
             commands += [(git, "clone", "--quiet", "--no-checkout", "--", src.location,
                           partial),
@@ -173,7 +189,7 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
         else:  # a branch or tag the recipe opted in to (allow_branch): its tip, now
             commands += [(git, "clone", "--quiet", "--branch", src.rev, "--", src.location,
                           partial)]
-    patch = _tool(host, "patch", "patch")
+    patch = tool(host, "patch", "patch")
     commands += [(patch, "-p1", "--forward", "--batch", "-d", partial, "-i", p)
                  for p in src.patches]
     status, reason, fix = _status(v)
@@ -188,7 +204,7 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
 
 def cmake_steps(ctx: VariantContext) -> list[Step]:
     r, v, host, ws = ctx.recipe, ctx.variant, ctx.host, ctx.ws
-    be = registry.get(v.backend)
+    be = registry.get(ctx.kind)
     spec = r.backend(v.backend)
     assert spec is not None
     status, reason, fix = _status(v)
@@ -210,6 +226,11 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
         prefixes = [where for name, where in ctx.python.cmake_prefixes if name in wanted]
         if prefixes:
             defines["CMAKE_PREFIX_PATH"] = ";".join(prefixes)
+        triplet = ctx.platform.toolchain.triplet if ctx.cross and ctx.platform and \
+            ctx.platform.toolchain else ""
+        if triplet:  # extension modules named for the target's interpreter, not this one
+            cp = ctx.python.version.replace(".", "")
+            defines["PYTHON_MODULE_EXTENSION"] = f".cpython-{cp}-{triplet}.so"
     for o in r.options:
         if o.cmake:
             defines[o.cmake] = vals[f"options.{o.name}"]
@@ -231,40 +252,47 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     chain = [host.builder_python or "python3", "-m", "builder.memory.launcher"]
     cache_env: list[tuple[str, str]] = []
     if ctx.compiler_cache != "none":
-        chain.append(_tool(host, ctx.compiler_cache, ctx.compiler_cache))
+        chain.append(tool(host, ctx.compiler_cache, ctx.compiler_cache))
         cache_env = compiler_cache_env(ctx)
     launcher = ";".join(chain)
     for lang in ("C", "CXX", *([be.cmake_language] if be.cmake_language else [])):
         defines.setdefault(f"CMAKE_{lang}_COMPILER_LAUNCHER", launcher)
     prediction = memory_prediction(ctx)
 
-    compilers = {"c": _tool(host, "cc", "cc"), "cpp": _tool(host, "cxx", "c++")}
+    compilers = {"c": tool(host, "cc", "cc"), "cpp": tool(host, "cxx", "c++")}
+    build_compilers = dict(compilers)
     if be.tool and be.cmake_language == "CUDA":
-        compilers["cuda"] = _tool(host, "nvcc", "nvcc")
+        compilers["cuda"] = tool(host, "nvcc", "nvcc")
+    cross = cross_target(ctx)
+    if ctx.platform is not None and cross is not None:
+        compilers.update(ctx.platform.compilers)
     system_refs = [c for c in r.requires.conan if c.provider == "system"]
     platform = [c.ref for c in system_refs]
     platform_tools = [c.ref for c in system_refs if system_table().get(c.name, {}).get("tool")]
     files = {
         str(bdir / "conan" / "conanfile.py"): render.conanfile(
-            name=r.name, version=r.version, recipe_file=r.display, variant_id=v.id,
-            options={"backend": v.backend, "archs": ";".join(v.archs), **dict(v.options)},
+            name=r.name, version=r.version, options=[k for k, _ in conan_options(v)],
             requires=[f"{d.recipe}/{d.version}" for d, _ in ctx.deps] + [
-                c.ref for c in r.requires.conan],
-            stage=str(stage),
-            dep_options={f"{d.recipe}/*:{k}": val for d, _ in ctx.deps for k, val in
-                         (("backend", d.backend), ("archs", ";".join(d.archs)),
-                           *d.options)}),
+                c.ref for c in r.requires.conan]),
         str(bdir / "conan" / "profile"): render.profile(
             host=host, build_type=v.build_type, jobs=ctx.jobs, cflags=sub(flags.c),
             cxxflags=sub(flags.cxx), ldflags=sub(flags.ld), compilers=compilers,
-            platform_requires=platform, platform_tool_requires=platform_tools),
+            platform_requires=platform, platform_tool_requires=platform_tools, target=cross),
     }
+    profile = str(bdir / "conan" / "profile")
+    profile_args: tuple[str, ...] = ("-pr:a", profile)
+    if cross is not None:  # -pr:h: the target, -pr:b: this machine (its tools run here)
+        build_profile = str(bdir / "conan" / "profile-build")
+        files[build_profile] = render.profile(
+            host=host, build_type=v.build_type, jobs=ctx.jobs, cflags=[], cxxflags=[],
+            ldflags=[], compilers=build_compilers)
+        profile_args = ("-pr:h", profile, "-pr:b", build_profile)
     if use_pch:
         files[str(pch_file)] = render.pch_cmake(r.memory.pch_headers)
-    conan = _tool(host, "conan", "conan")
-    cmake = _tool(host, "cmake", "cmake")
+    conan = tool(host, "conan", "conan")
+    cmake = tool(host, "cmake", "cmake")
     conan_env = (("CONAN_HOME", str(ws.conan_home)),)
-    profile = str(bdir / "conan" / "profile")
+    option_args = conan_args(v, [d for d, _ in ctx.deps])
     # Ninja may start more jobs than there are cores: launchers beyond the broker's
     # admission wait cheaply, which lets the broker choose the largest job that fits.
     build_argv: tuple[str, ...] = (cmake, "--build", vals["build"], "--parallel",
@@ -282,7 +310,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              params=(("files", json.dumps(files, sort_keys=True)),)),
         Step(id=f"{sid}/conan-install", kind="conan-install", variant=sid,
              commands=((conan, "install", str(bdir / "conan"), "--output-folder",
-                        str(bdir / "gen"), "-pr:a", profile,
+                        str(bdir / "gen"), *profile_args, *option_args,
                         *(("-r", ctx.conan_remote) if ctx.conan_remote and any(
                             c.provider == "remote" for c in r.requires.conan) else ("-nr",))),),
              env=conan_env, cwd=str(bdir), deps=(f"{sid}/render",),
@@ -316,8 +344,8 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     tests, last = _test_steps(ctx, f"{sid}/stage", str(stage))
     steps.extend(tests)
     steps.append(Step(id=f"{sid}/export", kind="export", variant=sid,
-                      commands=((conan, "export-pkg", str(bdir / "conan"), "-pr:a", profile,
-                                 "-nr"),),
+                      commands=((conan, "export-pkg", str(bdir / "conan"), *profile_args,
+                                 *option_args, "-c", f"user.builder:stage={stage}", "-nr"),),
                       env=conan_env, cwd=str(bdir), deps=(last,), status=status, reason=reason,
                       fix=fix, timeout=600))
     steps.append(Step(id=f"{sid}/publish", kind="publish", variant=sid,
@@ -329,6 +357,34 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
     return [_with_hash(s, v.key) for s in steps]
+
+
+def conan_options(v: Variant) -> list[tuple[str, str]]:
+    """The Conan options of a variant's package: backend, archs, the recipe's options
+    and the variant key (so a package — here or on a remote — is found by its key)."""
+    return [("backend", v.backend), ("archs", ";".join(v.archs)), *v.options,
+            ("builder_key", v.key)]
+
+
+def conan_args(v: Variant, deps: Sequence[Variant]) -> list[str]:
+    """``-o`` arguments giving the values of this package's options (``&:``) and of
+    the recipes it requires, pinned to the variants built before it."""
+    args = [f"&:{k}={val}" for k, val in conan_options(v)]
+    args += [f"{d.recipe}/*:{k}={val}" for d in deps for k, val in conan_options(d)]
+    return [a for arg in args for a in ("-o", arg)]
+
+
+def cross_target(ctx: VariantContext) -> render.CrossTarget | None:
+    """The target platform for the host profile of a cross build (None: native)."""
+    if ctx.platform is None or not ctx.platform.cross:
+        return None
+    t = ctx.platform.target
+    cxx = next((exe for key, exe in (ctx.platform.toolchain.compilers
+                                     if ctx.platform.toolchain else ()) if key == "cpp"), "cxx")
+    return render.CrossTarget(name=t.name, os=t.os, conan_os=t.conan_os, arch=t.arch,
+                              system_name=t.system_name, system_processor=t.machine,
+                              cxx_tool=cxx, sysroot=ctx.platform.toolchain.sysroot
+                              if ctx.platform.toolchain else "")
 
 
 def compiler_cache_env(ctx: VariantContext) -> list[tuple[str, str]]:
@@ -380,7 +436,9 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
     r, v, host = ctx.recipe, ctx.variant, ctx.host
     if not r.python.versions:
         return []
-    tag = wheel_tag(r.python.abi, v.python, host.os, host.arch, native)
+    target = ctx.platform.target if ctx.platform else None
+    tag = wheel_tag(r.python.abi, v.python, target.os if target else host.os,
+                    target.machine if target else host.arch, native)
     out_dir = ctx.ws.state / "wheels" / v.backend / v.key[:12]
     out = out_dir / f"{dist_name(r.name)}-{r.version}-{tag}.whl"
     status, reason, fix = _status(v)
@@ -396,14 +454,18 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
 def _meta(ctx: VariantContext) -> dict[str, object]:
     """What the manifest records about how a variant was built."""
     v, host = ctx.variant, ctx.host
-    be = registry.get(v.backend)
+    be = registry.get(ctx.kind)
+    cross = [exe for exe, _ in ctx.platform.versions] if ctx.platform else []
     tools = {name: f"{t.version} ({t.path})" for name in ("cmake", "ninja", "conan", "cxx",
-                                                          *([be.tool] if be.tool else []))
+                                                          *([be.tool] if be.tool else []),
+                                                          *cross)
              if (t := host.tool(name))}
     return {"recipe": v.recipe, "version": v.version, "variant": v.id, "backend": v.backend,
             "build_type": v.build_type, "python": v.python, "archs": list(v.archs),
             "options": dict(v.options), "toolchains": tools,
-            "python_interpreter": ctx.python.full if ctx.python else ""}
+            "python_interpreter": ctx.python.full if ctx.python else "",
+            **({"target": ctx.platform.target.name, "cross": ctx.platform.cross}
+               if ctx.platform else {})}
 
 
 def _with_hash(step: Step, key: str) -> Step:
@@ -439,16 +501,16 @@ def _check_layout(recipe: Recipe, layout: str, backend: str) -> None:
 
 def kernel_steps(ctx: VariantContext) -> list[Step]:
     r, v, host = ctx.recipe, ctx.variant, ctx.host
-    be = registry.get(v.backend)
+    be = registry.get(ctx.kind)
     spec = r.backend(v.backend)
     assert spec is not None
-    lang = _KERNEL_LANG.get(v.backend, "cxx")
+    lang = _KERNEL_LANG.get(ctx.kind, "cxx")
     common = (r.flags.for_build_type(v.build_type) +
               spec.flags.for_build_type(v.build_type)).get(lang)
     root = kernels_root(ctx)
     tree = root / v.backend
     formats = spec.formats or be.kernel_formats()[:1]
-    tool = host.tool(be.tool) if be.tool else None
+    be_tool = host.tool(be.tool) if be.tool else None
     skipped = {a: (rs, fx) for a, rs, fx in ctx.skipped_archs}
     steps: list[Step] = []
     artifacts: list[dict[str, str]] = []
@@ -465,7 +527,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
                 continue
             for fmt in formats:
                 key = digest("kernel-1", v.backend, k.name, arch, fmt, src_digest, flags,
-                              tool.version if tool else "")
+                              be_tool.version if be_tool else "")
                 entry = ctx.ws.kernel_cache / key[:20]
                 partial = Path(str(entry) + ".partial")
                 kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host,

@@ -11,7 +11,7 @@ the reference, and otherwise says which ``apt-get install`` fixes it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .backends import data_table
@@ -31,34 +31,66 @@ def upstream_version(debian_version: str) -> str:
     return re.split(r"[+~]", v, maxsplit=1)[0]
 
 
+def qualified(package: str, multiarch: str) -> str:
+    """A package name for the target's architecture: ``libprotobuf-dev:arm64`` when cross
+    compiling for a Debian multiarch architecture, else the name itself."""
+    return f"{package}:{multiarch}" if multiarch else package
+
+
+def packages_for(entry: dict[str, Any], multiarch: str = "") -> list[str]:
+    """The packages of a table entry for a build whose target libraries are of Debian
+    architecture ``multiarch`` ("" = the host's): tools (``build_packages``, such as
+    protoc) run on the build machine and stay the host's; libraries are the target's."""
+    tools = set(entry.get("build_packages", ()))
+    return [p if p in tools else qualified(p, multiarch) for p in entry["packages"]]
+
+
 def needed_packages(recipes: Iterable[Recipe]) -> tuple[str, ...]:
+    from .targets import get as get_target
+
     names: set[str] = set()
     for r in recipes:
-        for c in r.requires.conan:
-            entry = table().get(c.name)
-            if c.provider == "system" and entry:
-                names.update(entry["packages"])
-        for s in r.requires.system:
-            names.update(s.packages)
+        arches = {tc.multiarch for b in r.backends if b.target
+                  for t in [get_target(b.target)] if t for _, tc in t.cross if tc.multiarch}
+        for ma in ("", *sorted(arches)):
+            for c in r.requires.conan:
+                entry = table().get(c.name)
+                if c.provider == "system" and entry:
+                    names.update(packages_for(entry, ma))
+            for s in r.requires.system:
+                names.update(qualified(p, ma) for p in s.packages)
     return tuple(sorted(names))
 
 
-def conan_problem(req: ConanRequirement, host: HostFacts) -> tuple[str, str] | None:
-    """Why the system cannot provide ``req`` (None when it can)."""
+def install_command(packages: Iterable[str], multiarch: str = "") -> str:
+    """``apt-get install …``, after enabling the foreign architecture when one is needed."""
+    cmd = f"apt-get install {' '.join(packages)}"
+    return f"dpkg --add-architecture {multiarch} && apt-get update && {cmd}" if multiarch \
+        else cmd
+
+
+def conan_problem(req: ConanRequirement, host: HostFacts,
+                  multiarch: str = "") -> tuple[str, str] | None:
+    """Why the system cannot provide ``req`` (None when it can); ``multiarch``: the Debian
+    architecture of a cross build's target (its libraries are ``name:arch`` packages)."""
     entry = table().get(req.name)
     if entry is None:
         return (f"{req.ref}: no system package is known for {req.name}",
                 f"use `provider: remote` for it, or add {req.name} to "
                 f"builder/data/system_packages.json")
     installed = dict(host.system_packages)
-    missing = [p for p in entry["packages"] if p not in installed]
+    wanted = packages_for(entry, multiarch)
+    missing = [p for p in wanted if p not in installed]
     if missing:
         return (f"{req.ref}: system package(s) {', '.join(missing)} not installed",
-                f"apt-get install {' '.join(entry['packages'])}")
-    have = upstream_version(installed[entry["version_of"]])
+                install_command(wanted, multiarch if any(":" in p for p in missing) else ""))
+    version_of = packages_for({"packages": [entry["version_of"]],
+                               "build_packages": entry.get("build_packages", ())},
+                              multiarch)[0]
+    have = upstream_version(installed[version_of])
     if have != req.version and not have.startswith(req.version + "."):
         return (f"{req.ref}: the system has {req.name} {have} "
-                f"({entry['version_of']} {installed[entry['version_of']]})",
+                f"({version_of} {installed[version_of]})",
                 f"require {req.name}/{have}, or use `provider: remote` for {req.version}")
     return None
 
@@ -66,3 +98,26 @@ def conan_problem(req: ConanRequirement, host: HostFacts) -> tuple[str, str] | N
 def missing_system(packages: Iterable[str], host: HostFacts) -> list[str]:
     installed = dict(host.system_packages)
     return [p for p in packages if p not in installed]
+
+
+def cross_problem(reqs: Sequence[ConanRequirement], system: Sequence[str], host: HostFacts,
+                  multiarch: str, target: str) -> tuple[str, str] | None:
+    """All the target-architecture packages a cross build lacks, as one problem whose fix
+    installs every one of them (rather than one reference at a time)."""
+    missing: list[str] = []
+    refs: list[str] = []
+    for req in reqs:
+        entry = table().get(req.name)
+        if entry is None:
+            continue  # conan_problem names it
+        gone = missing_system(packages_for(entry, multiarch), host)
+        if gone:
+            refs.append(req.ref)
+            missing += [p for p in gone if p not in missing]
+    gone = missing_system([qualified(p, multiarch) for p in system], host)
+    missing += [p for p in gone if p not in missing]
+    if not missing:
+        return None
+    why = f" ({', '.join(refs)})" if refs else ""
+    return (f"system package(s) {', '.join(missing)} for {target} not installed{why}",
+            install_command(missing, multiarch if any(":" in p for p in missing) else ""))

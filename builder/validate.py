@@ -29,6 +29,7 @@ from . import backends as backend_registry
 from . import model as m
 from .errors import Diagnostic, RecipeError
 from .subst import is_known, variables
+from .targets import names as target_names
 from .yamlload import PathKey, Positions, format_path
 
 KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "nvcc", "hipcc", "xcrun", "ccache",
@@ -233,8 +234,31 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
         _check_option(name, spec, d)
     opt_names = set(options)
     backends = data["backends"]
+    builtin = backend_registry.names()
+    system = (data.get("build") or {}).get("system", "cmake")
     for bname, spec in backends.items():
-        be = backend_registry.get(bname)
+        kind = spec.get("kind")
+        if kind is None and bname not in builtin:
+            d.add(("backends", bname), f"unknown name '{bname}': not a built-in backend "
+                  f"({', '.join(builtin)}), so it needs a `kind` saying which one it is",
+                  _did_you_mean(bname, list(builtin)) or
+                  f"e.g. `{bname}: {{kind: cpu, target: linux-armv8}}`", key=True)
+            continue
+        if kind is not None and bname in builtin and kind != bname:
+            d.add(("backends", bname, "kind"), f"kind {kind} contradicts the name '{bname}', "
+                  "which is a built-in backend", "drop `kind`, or give the backend another "
+                  "name (e.g. arm)")
+            continue
+        if kind is not None and bname not in builtin and system == "kernels":
+            d.add(("backends", bname), f"a named backend ('{bname}', kind {kind}) is not "
+                  "supported with build.system kernels", f"name it {kind}", key=True)
+            continue
+        target = spec.get("target")
+        if target is not None and target not in target_names():
+            d.add(("backends", bname, "target"), f"unknown target platform '{target}'",
+                  _did_you_mean(target, list(target_names())) or
+                  f"known targets (builder/data/targets.json): {', '.join(target_names())}")
+        be = backend_registry.get(kind or bname)
         for tool, specifier in (spec.get("tools") or {}).items():
             if tool not in KNOWN_TOOLS:
                 d.add(("backends", bname, "tools", tool), f"unknown tool '{tool}'",
@@ -329,7 +353,6 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
     if enabled_by and options.get(enabled_by, {}).get("type") != "bool":
         d.add(("build", "enabled_by"), f"enabled_by names '{enabled_by}', which is not a bool "
               "option", f"declare options.{enabled_by} with type: bool")
-    system = (data.get("build") or {}).get("system", "cmake")
     kernels = data.get("kernels") or {}
     if system == "kernels" and not kernels:
         d.add(("build", "system"), "build.system is `kernels` but no kernels are declared",
@@ -337,7 +360,8 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
     if system != "kernels" and kernels:
         d.add(("kernels",), "`kernels` is only used with `build: {system: kernels}`",
               "set build.system to kernels, or remove the section", key=True)
-    gpu_backends = [b for b in backends if backend_registry.get(b).kernel_formats()]
+    gpu_backends = [b for b, spec in backends.items() if spec.get("kind", b) in builtin and
+                    backend_registry.get(spec.get("kind", b)).kernel_formats()]
     for kname, k in kernels.items():
         for b in k["sources"]:
             if b not in backends:
@@ -530,7 +554,8 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
             name=b, tools=tuple((spec.get("tools") or {}).items()),
             archs=tuple(spec.get("archs") or ()), os=tuple(spec.get("os") or ()),
             flags=_layers(spec.get("flags")), defines=_defines(spec.get("defines")),
-            formats=tuple(spec.get("formats") or ()), archs_option=spec.get("archs_option", ""))
+            formats=tuple(spec.get("formats") or ()), archs_option=spec.get("archs_option", ""),
+            kind=spec.get("kind", ""), target=spec.get("target", ""))
             for b, spec in data["backends"].items()),
         flags=_layers(data.get("flags")), defines=_defines(data.get("defines")),
         memory=m.Memory(

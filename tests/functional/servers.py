@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,3 +47,42 @@ def redis_server(workdir: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def conan_server(workdir: Path, users: dict[str, str], write: str = "*/*@*/*: *"
+                 ) -> Iterator[str]:
+    """A throw-away conan-server (PyPI ``conan-server``) bound to 127.0.0.1, with its
+    own storage under ``workdir``; ``users`` may upload (``write`` permissions line).
+    Yields its URL."""
+    try:
+        import conans.server.launcher  # noqa: F401
+    except ImportError:
+        raise FileNotFoundError("conan-server (pip install conan-server)") from None
+    port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    users_text = "\n".join(f"{u}: {p}" for u, p in users.items())
+    (workdir / "server.conf").write_text(
+        "[server]\njwt_secret: builder-test-secret\njwt_expire_minutes: 120\n"
+        "ssl_enabled: False\n"
+        f"port: {port}\npublic_port:\nhost_name: 127.0.0.1\nauthorize_timeout: 1800\n"
+        f"disk_storage_path: {workdir / 'data'}\ndisk_authorize_timeout: 1800\n"
+        "updown_secret: builder-test-updown\n"
+        f"[write_permissions]\n{write}\n[read_permissions]\n*/*@*/*: *\n"
+        f"[users]\n{users_text}\n", encoding="utf-8")
+    code = ("import sys\nfrom conans.server.launcher import ServerLauncher\n"
+            "ServerLauncher(server_dir=sys.argv[1]).server.run(host='127.0.0.1')\n")
+    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, "-c", code, str(workdir)], stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        _wait_port(port, proc, "conan-server")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

@@ -6,6 +6,9 @@
 #                 timing line per op (test:gpu-timing)
 #   gllm-kernels: every artifact loaded through gllm_kernels and compared with torch
 #                 (test:gpu-check prints the max-abs-error table)
+#   dashinfer:    ctest (gtest, CUDA engine against the CPU engine) and pytest --platform cuda;
+#                 protobuf/gtest/glog come from Debian packages carried in .debs/ and installed
+#                 with dpkg where the GPU machine lacks them (its registry is unreachable)
 # Usage: bash tests/gpu/gpu_proof.sh            (writes its logs to $OUT or /tmp/gpu-proof)
 # Wheels for what the GPU machine lacks (jsonschema, conan, …) are taken from .whl/.
 set -uo pipefail
@@ -18,11 +21,25 @@ if [ -d .whl ]; then
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
 fi
 export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
+recipes=${GPU_PROOF_RECIPES:-llaisys gllm-kernels dashinfer}
+if [ -d .debs ] && [ "$(id -u)" = 0 ]; then
+  missing=()
+  for deb in .debs/*.deb; do
+    pkg=$(dpkg-deb -f "$deb" Package)
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$deb")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing ${#missing[@]} Debian package(s) from .debs/"
+    dpkg -i --force-depends "${missing[@]}" > "$out/dpkg.txt" 2>&1 || { cat "$out/dpkg.txt"; exit 1; }
+  fi
+fi
 nvidia-smi -L
 python3 -m builder host 2>&1 | tee "$out/host.txt"
-python3 -m builder plan llaisys gllm-kernels --backend cuda --no-commands \
+# shellcheck disable=SC2086
+python3 -m builder plan $recipes --backend cuda --no-commands \
   -o kernels_root=/tmp/gllm-kernels 2>&1 | tee "$out/plan.txt"
-python3 -m builder build llaisys gllm-kernels --backend cuda -o kernels_root=/tmp/gllm-kernels \
+# shellcheck disable=SC2086
+python3 -m builder build $recipes --backend cuda -o kernels_root=/tmp/gllm-kernels \
   2>&1 | tee "$out/build.txt"
 rc=${PIPESTATUS[0]}
 for f in .builder/logs/*test*.log; do echo "===== $f"; cat "$f"; done > "$out/test-logs.txt"

@@ -71,7 +71,7 @@ def test_validate_reports_locations_and_exit_code(project: Path, cli) -> None:  
 
 def test_validate_ok(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
     r = cli("validate", cwd=project)
-    assert r.code == 0 and "5 recipe(s) valid." in r.out
+    assert r.code == 0 and "6 recipe(s) valid." in r.out
 
 
 def test_plan_formats(project: Path, cli) -> None:  # type: ignore[no-untyped-def]

@@ -61,7 +61,16 @@ def test_dependency_order_and_conan_wiring(project: Path) -> None:
     conanfile = next(t for p, t in json.loads(render.param("files")).items()
                      if p.endswith("conanfile.py"))
     assert "requires = ('greet/1.0.0',)" in conanfile
-    assert "'greet/*:loud': 'False'" in conanfile
+    # the option values, the dependency's pinned to the variant built first, are given
+    # on the command line: one conanfile (one recipe revision) serves every variant
+    greet = plan.variants[0]
+    install = plan.step(f"{app.id}/conan-install").commands[0]
+    assert "greet/*:loud=False" in install and f"greet/*:builder_key={greet.key}" in install
+    assert f"&:builder_key={app.key}" in install
+    other = plan_for(project, ["app"], "linux-cuda13", options=(
+        OptionOverride("greet", "loud", "true"),))
+    files = json.loads(other.step(f"{other.variants[1].id}/render").param("files"))
+    assert next(t for p, t in files.items() if p.endswith("conanfile.py")) == conanfile
 
 
 def test_option_override_changes_keys_of_dependents(project: Path) -> None:
