@@ -23,10 +23,11 @@ def _status(status: str, color: bool) -> str:
     return f"{_COLOR[status]}{word}{_RESET}" if color and status in _COLOR else word
 
 
-def _step_lines(s: Step, color: bool, show_commands: bool) -> list[str]:
+def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> list[str]:
+    """A step's lines; ``said`` is its variant's skip reason, not repeated per step."""
     head = f"    {_status(s.status, color)} {s.id.split('/', 2)[-1]}"
     lines = [head]
-    if s.status == SKIP and s.reason:
+    if s.status == SKIP and s.reason and s.reason != said:
         lines.append(f"        skip: {s.reason}")
     pred = json.loads(s.param("prediction") or "{}")
     if pred.get("jobs"):
@@ -75,7 +76,8 @@ def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
         elif v.status == CACHED and v.reason:
             out.append(f"      {v.reason} (manifest.json matches the inputs)")
         for s in plan.steps_of(v.id):
-            out.extend(_step_lines(s, color, commands and v.status != CACHED))
+            out.extend(_step_lines(s, color, commands and v.status != CACHED,
+                                   v.reason if v.status == SKIP else ""))
     for n in plan.notes:
         out.append(f"note: {n}")
     return "\n".join(out) + "\n"
