@@ -27,6 +27,7 @@ from .memory.policy import simulate
 from .model import CMAKE_BUILD_TYPE, OptionValue, Recipe, digest, option_text
 from .plan import BUILD, CACHED, SKIP, Step, Variant
 from .subst import substitute
+from .system import platform_ref
 from .system import table as system_table
 from .targets import Platform
 from .wheel import dist_name, wheel_tag
@@ -267,8 +268,10 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     if ctx.platform is not None and cross is not None:
         compilers.update(ctx.platform.compilers)
     system_refs = [c for c in r.requires.conan if c.provider == "system"]
-    platform = [c.ref for c in system_refs]
-    platform_tools = [c.ref for c in system_refs if system_table().get(c.name, {}).get("tool")]
+    multiarch = ctx.platform.multiarch if ctx.platform is not None else ""
+    platform = [platform_ref(c, host, multiarch) for c in system_refs]
+    platform_tools = [platform_ref(c, host) for c in system_refs
+                      if system_table().get(c.name, {}).get("tool")]
     files = {
         str(bdir / "conan" / "conanfile.py"): render.conanfile(
             name=r.name, version=r.version, options=[k for k, _ in conan_options(v)],
@@ -420,8 +423,9 @@ def memory_prediction(ctx: VariantContext) -> dict[str, Any]:
         hist = ctx.measured.get(str(Path(root) / rel))
         est = estimate(rel, includes, recipe_default=ctx.recipe.memory.default,
                        recipe_globs=ctx.recipe.memory.per_file,
-                       history_file={"peak": hist[0], "seconds": hist[1]} if hist else None)
-        jobs.append((rel, est.reserve, est.seconds))
+                       history_file={"peak": hist[0], "seconds": hist[1], "cpu": hist[1]}
+                       if hist else None)
+        jobs.append((rel, est.reserve, est.seconds, est.cpu))
         heavy.append((est.peak, rel, est.source))
     pred = simulate(jobs, ctx.budget, ctx.jobs)
     heavy.sort(reverse=True)

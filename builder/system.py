@@ -88,11 +88,74 @@ def conan_problem(req: ConanRequirement, host: HostFacts,
                                "build_packages": entry.get("build_packages", ())},
                               multiarch)[0]
     have = upstream_version(installed[version_of])
-    if have != req.version and not have.startswith(req.version + "."):
+    try:
+        ok = version_matches(have, req.version)
+    except ValueError as exc:
+        return (f"{req.ref}: {exc}", "write a range like [>=1.12 <2] (Conan's syntax)")
+    if not ok:
         return (f"{req.ref}: the system has {req.name} {have} "
                 f"({version_of} {installed[version_of]})",
-                f"require {req.name}/{have}, or use `provider: remote` for {req.version}")
+                f"require {req.name}/{have} (or a range that admits it, e.g. "
+                f"{req.name}/[>={have.rsplit('.', 1)[0]}]), or use `provider: remote` "
+                f"for {req.version}")
     return None
+
+
+def _vtuple(text: str) -> tuple[int, ...]:
+    parts = re.findall(r"\d+", text)
+    if not parts:
+        raise ValueError(f"not a version: {text!r}")
+    return tuple(int(x) for x in parts)
+
+
+def _cmp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = max(len(a), len(b))
+    pa, pb = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
+    return (pa > pb) - (pa < pb)
+
+
+def _condition(have: tuple[int, ...], cond: str) -> bool:
+    for op in (">=", "<=", ">", "<", "==", "=", "~", "^"):
+        if cond.startswith(op):
+            v = _vtuple(cond[len(op):])
+            break
+    else:
+        op, v = "=", _vtuple(cond)
+    c = _cmp(have, v)
+    if op in ("~", "^"):  # ~1.2 and ~1.2.3: 1.2.x; ~1: 1.x; ^1.2: 1.x (at least 1.2)
+        keep = min(len(v), 2) if op == "~" else 1
+        return c >= 0 and have[:keep] == v[:keep]
+    return {">=": c >= 0, "<=": c <= 0, ">": c > 0, "<": c < 0}.get(op, c == 0 if len(
+        v) >= len(have) else have[:len(v)] == v)
+
+
+def version_matches(have: str, wanted: str) -> bool:
+    """Whether the system's upstream version ``have`` satisfies a reference's version:
+    exact (``1.12.1``; ``1.12`` admits 1.12.x) or a Conan range (``[>=1.12 <2]``, with
+    ``||`` alternatives and ``~``/``^``).  Raises ValueError for an unreadable range."""
+    h = _vtuple(have)
+    if not wanted.startswith("["):
+        return have == wanted or have.startswith(wanted + ".")
+    body = wanted.strip("[]")
+    for alternative in body.split("||"):
+        conds = [c for c in re.split(r"[\s,]+", alternative.strip())
+                 if c and c not in ("include_prerelease", "loose")]
+        if conds and all(_condition(h, c) for c in conds):
+            return True
+    return False
+
+
+def platform_ref(req: ConanRequirement, host: HostFacts, multiarch: str = "") -> str:
+    """The reference written to the profile's [platform_requires]: the recipe's, or — for a
+    version range — the version the system really provides (Conan matches it to the range)."""
+    if not req.version.startswith("["):
+        return req.ref
+    entry = table().get(req.name, {})
+    version_of = packages_for({"packages": [entry.get("version_of", "")],
+                               "build_packages": entry.get("build_packages", ())},
+                              multiarch)[0]
+    have = dict(host.system_packages).get(version_of, "")
+    return f"{req.name}/{upstream_version(have)}" if have else req.ref
 
 
 def missing_system(packages: Iterable[str], host: HostFacts) -> list[str]:

@@ -24,13 +24,18 @@ export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
 recipes=${GPU_PROOF_RECIPES:-llaisys gllm-kernels dashinfer}
 if [ -d .debs ] && [ "$(id -u)" = 0 ]; then
   missing=()
+  installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
   for deb in .debs/*.deb; do
     pkg=$(dpkg-deb -f "$deb" Package)
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$deb")
+    # Ubuntu 24.04 ships the same runtime libraries renamed for the 64-bit time_t move
+    installed "$pkg" || installed "${pkg}t64" || missing+=("$deb")
   done
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing ${#missing[@]} Debian package(s) from .debs/"
-    dpkg -i --force-depends "${missing[@]}" > "$out/dpkg.txt" 2>&1 || { cat "$out/dpkg.txt"; exit 1; }
+    dpkg -i --force-depends --force-breaks "${missing[@]}" > "$out/dpkg.txt" 2>&1 || true
+    for pkg in libprotobuf-dev protobuf-compiler libgtest-dev libgoogle-glog-dev; do
+      installed "$pkg" || { cat "$out/dpkg.txt"; echo "could not install $pkg"; exit 1; }
+    done
   fi
 fi
 nvidia-smi -L

@@ -118,3 +118,37 @@ def test_lockfile_refuses_differences(project: Path, tmp_path: Path) -> None:
     h100 = plan_for(project, ["app"], "h100")
     with pytest.raises(PlanError, match=r"pin toolchain.cxx: locked '12.2.0', now '13.3.0'"):
         check(h100, lock)
+
+
+@pytest.mark.parametrize("have,wanted,ok", [
+    ("1.14.0", "[>=1.12 <2]", True), ("1.11.0", "[>=1.12 <2]", False),
+    ("2.0.0", "[>=1.12 <2]", False), ("1.14.0", "[>=1.12, <2]", True),
+    ("1.14.2", "[~1.14]", True), ("1.15.0", "[~1.14]", False), ("1.9", "[~1]", True),
+    ("1.15.0", "[^1.12]", True), ("2.0", "[^1.12]", False),
+    ("1.14.0", "[<1.13 || >=1.14]", True), ("1.13.0", "[<1.13 || >=1.14]", False),
+    ("3.21.12", "3.21.12", True), ("3.21.12", "3.21", True), ("3.21.1", "3.21.12", False),
+])
+def test_system_versions_against_exact_refs_and_conan_ranges(have: str, wanted: str,
+                                                             ok: bool) -> None:
+    from builder.system import version_matches
+
+    assert version_matches(have, wanted) is ok
+
+
+def test_a_version_range_takes_the_systems_version(project: Path) -> None:
+    _with(project, "greet", 'requires:\n  conan: ["gtest/[>=1.10 <2]", "protobuf/[~3.21]"]\n')
+    plan = plan_for(project, ["greet"], "linux-cuda13")
+    v = plan.variants[0]
+    assert v.status == BUILD, v.reason
+    files = json.loads(plan.steps[0].param("files"))
+    profile = next(t for p, t in files.items() if p.endswith("profile"))
+    conanfile = next(t for p, t in files.items() if p.endswith("conanfile.py"))
+    # the recipe keeps the range; the profile says what the system provides
+    assert "'gtest/[>=1.10 <2]'" in conanfile
+    assert "[platform_requires]\ngtest/1.12.1\nprotobuf/3.21.12\n" in profile
+    assert "[platform_tool_requires]\nprotobuf/3.21.12\n" in profile
+    _with(project, "greet", "")
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text().replace("gtest/[>=1.10 <2]", "gtest/[>=1.13]"))
+    v = plan_for(project, ["greet"], "linux-cuda13").variants[0]
+    assert v.status == SKIP and "the system has gtest 1.12.1" in v.reason
