@@ -95,14 +95,18 @@ def test_option_values_stay_single_argv_elements(project: Path) -> None:
     test = steps["test:echo"]
     assert test.commands == (("/bin/echo", EVIL, "--", f"x{EVIL}y"),)
     assert ("GREET_ENV", EVIL) in test.env
-    # the generated conanfile is valid Python holding the value as a literal
+    # the generated conanfile is valid Python naming the option; its value reaches Conan
+    # as one argv element of `conan install` / `conan export-pkg`, never through a file
     files = json.loads(steps["render"].param("files"))
     conanfile = next(t for f, t in files.items() if f.endswith("conanfile.py"))
     tree = ast.parse(conanfile)
-    defaults = next(ast.literal_eval(node.value) for node in ast.walk(tree)
-                    if isinstance(node, ast.Assign) and
-                    getattr(node.targets[0], "id", "") == "default_options")
-    assert defaults["msg"] == EVIL
+    options = next(ast.literal_eval(node.value) for node in ast.walk(tree)
+                   if isinstance(node, ast.Assign) and
+                   getattr(node.targets[0], "id", "") == "options")
+    assert options["msg"] == ["ANY"] and EVIL not in conanfile
+    for kind in ("conan-install", "export"):
+        argv = steps[kind].commands[0]
+        assert argv[argv.index(f"&:msg={EVIL}") - 1] == "-o"
     # and the plan round-trips through JSON unchanged (what `plan --format json` shows)
     assert BuildPlan.from_json(json.loads(json.dumps(p.to_json()))) == p
 
