@@ -2,14 +2,19 @@
 
 A thread in the ``builder build`` process listens on a Unix socket.  Each launcher
 connection is one job: ``acquire`` (the broker estimates the job and queues it),
-a ``grant`` when :func:`policy.admit` says so, then ``done`` with the measured
-peak.  A dropped connection releases the job, so a killed compiler never leaks
-its reservation.  Every job is recorded (times, estimate, measured peak, OOM,
-low-memory tier) for the build report, and measured peaks go to the history.
+a ``grant`` when :func:`policy.admit` says so, ``progress`` reports (CPU seconds and
+RSS of the compiler's tree) while it runs, ``pause``/``resume`` commands from the
+broker when :func:`policy.guard` says so, then ``done`` with the measured peak and
+CPU time.  A scheduler thread re-runs guard and admission every ``tick`` while jobs
+run, since under the time model a job can become admissible just because time
+passed.  A dropped connection releases the job, so a killed compiler never leaks
+its memory.  Every job is recorded (times, estimate, measured peak and CPU, OOM,
+low-memory tier, pauses) for the build report, and measurements go to the history.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -18,9 +23,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .estimate import estimate, scan_includes
+from .estimate import estimate, ramp_model, scan_includes
 from .history import History, flags_hash, job_key
-from .policy import Job, admit
+from .policy import Job, Model, Running, admit, envelope, guard
+
+#: compiler caches that may be chained after the launcher: a hit runs no compiler, so its
+#: measurement says nothing about the compile (sccache compiles in its server, out of sight)
+CACHES = ("ccache", "sccache", "buildcache")
+
+#: memory of one launcher process (Python, ~8 MB anonymous), counted for every launcher
+#: connected — waiting or running — since the jobs' estimates do not include it
+LAUNCHER_BYTES = 10 * 2**20
 
 
 @dataclass
@@ -39,6 +52,51 @@ class JobRecord:
     lowmem: bool = False
     alone: bool = False
     retry: bool = False
+    cpu: float = 0.0  # measured CPU seconds of the compile
+    model_cpu: float = 0.0  # the CPU seconds the time model used (0: peak reserved)
+    paused: float = 0.0  # seconds it was stopped by the guard
+    pauses: int = 0
+
+
+@dataclass
+class Live:
+    """A granted job as the broker sees it while it runs."""
+
+    rec: JobRecord
+    seconds: float  # the time model's CPU seconds (0: unknown)
+    threads: int
+    started: float  # broker clock
+    cpu: float | None = None  # last reported CPU seconds …
+    cpu_active: float = 0.0  # … and the job's active time when it was reported
+    rss: int = 0
+    paused: bool = False
+    paused_at: float = 0.0
+    paused_total: float = 0.0
+    granted: bool = False  # the grant was written: commands may follow
+    conn: socket.socket | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def active(self, now: float) -> float:
+        """Seconds it has run, not counting pauses."""
+        stopped = self.paused_total + (now - self.paused_at if self.paused else 0.0)
+        return max(0.0, now - self.started - stopped)
+
+    def view(self, now: float) -> Running:
+        """What the policy needs: its progress bounded from its last report."""
+        active = self.active(now)
+        cpu = None
+        if self.cpu is not None:
+            cpu = self.cpu + max(0.0, active - self.cpu_active) * max(self.threads, 1)
+        return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
+                       self.rss, self.paused)
+
+    def command(self, op: str) -> None:
+        """Send ``pause``/``resume`` (after the grant; a lost connection is the
+        launcher's end, which the job's own thread sees)."""
+        with self.lock:
+            if self.granted and self.conn is not None:
+                with contextlib.suppress(OSError):
+                    self.conn.sendall((json.dumps({"op": op}) + "\n").encode())
 
 
 @dataclass
@@ -52,24 +110,34 @@ class BrokerConfig:
     recipe_globs: tuple[tuple[str, int], ...] = ()
     lowmem_flags: tuple[str, ...] = ()
     include_roots: tuple[str, ...] = field(default_factory=tuple)
+    model: Model | None = None  # None: ``ramp`` of memory_priors.json
+    time_model: bool = True  # False: reserve every job's peak for its whole life
+    pause: bool = True  # run the guard (pause/resume); False: admission alone
 
 
 class Broker:
     def __init__(self, socket_path: Path, config: BrokerConfig) -> None:
         self.path = socket_path
         self.cfg = config
+        self.model = config.model or ramp_model()
         self.history = History(Path(config.history_path))
         self.cond = threading.Condition()
         self.waiting: list[Job] = []
-        self.running: dict[str, int] = {}
+        self.running: dict[str, Live] = {}
         self.exclusive: set[str] = set()
         self.grants: dict[str, tuple[bool, bool]] = {}
         self.records: list[JobRecord] = []
         self.t0 = time.monotonic()
         self.wall0 = time.time()  # to place the jobs on the build's timeline
         self._n = 0
+        self._shares: list[tuple[float, float]] = []  # (CPU, active seconds) of recent jobs
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
+        self._ticker: threading.Thread | None = None
+        self._stopped = False
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -82,8 +150,16 @@ class Broker:
         self._sock = s
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+        self._ticker.start()
 
     def stop(self) -> None:
+        with self.cond:
+            self._stopped = True
+            for live in self.running.values():
+                if live.paused:  # never leave a compiler stopped
+                    live.command("resume")
+            self.cond.notify_all()
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -99,9 +175,18 @@ class Broker:
                 return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
+    def _tick(self) -> None:
+        """Re-run guard and admission every ``tick`` while jobs run: under the time model
+        memory frees up with time, not only when a job ends."""
+        with self.cond:
+            while not self._stopped:
+                if self.running:
+                    self._schedule()
+                self.cond.wait(self.model.tick)
+
     # -- one job --------------------------------------------------------------------
 
-    def _estimate(self, msg: dict[str, Any]) -> tuple[JobRecord, str, str]:
+    def _estimate(self, msg: dict[str, Any]) -> tuple[JobRecord, str, str, float, int, bool]:
         file = str(msg.get("file", ""))
         argv = [str(a) for a in msg.get("argv", [])]
         root = Path(self.cfg.source_root)
@@ -119,33 +204,63 @@ class Broker:
         est = estimate(rel, includes, recipe_default=self.cfg.recipe_default,
                        recipe_globs=self.cfg.recipe_globs, history=self.history.get(key),
                        history_file=self.history.for_file(file), nvcc_threads=threads)
+        # only this very compile's measured CPU time drives the time model: other flags,
+        # recipe values and priors say nothing reliable about its speed
+        cpu = est.cpu if est.source == "history" and self.cfg.time_model else 0.0
         with self.cond:
             self._n += 1
             n = self._n
         rec = JobRecord(f"{n}:{rel}", rel, est.peak, est.reserve, est.source,
-                        time.monotonic() - self.t0, retry=bool(msg.get("retry")))
-        return rec, key, file
+                        self.now(), retry=bool(msg.get("retry")), model_cpu=cpu)
+        cached = bool(argv) and Path(argv[0]).name in CACHES
+        return rec, key, file, cpu, max(threads, 1), cached
+
+    def _share(self) -> float:
+        """CPU share per thread of the jobs that ended last: a new job's expected speed
+        (its memory bound assumes full speed anyway)."""
+        cpu = sum(c for c, _ in self._shares)
+        active = sum(a for _, a in self._shares)
+        return min(1.0, max(0.05, cpu / active)) if cpu > 1.0 and active > 0 else 1.0
+
+    def _overhead(self) -> int:
+        return LAUNCHER_BYTES * (len(self.waiting) + len(self.running))
 
     def _schedule(self) -> None:
-        """Called with the condition held: start whatever the policy admits."""
-        for g in admit(self.waiting, self.running, self.cfg.budget, self.cfg.slots,
-                       frozenset(self.exclusive)):
+        """Called with the condition held: pause/resume what the guard says, then start
+        whatever the policy admits."""
+        now = self.now()
+        view = {i: live.view(now) for i, live in self.running.items()}
+        if self.cfg.pause and view:
+            paused = guard(view, self.cfg.budget, now, self.model, self._overhead())
+            for i, live in self.running.items():
+                if i in paused and not live.paused:
+                    live.paused, live.paused_at = True, now
+                    live.rec.pauses += 1
+                    live.command("pause")
+                elif i not in paused and live.paused:
+                    live.paused_total += now - live.paused_at
+                    live.paused = False
+                    live.command("resume")
+            view = {i: live.view(now) for i, live in self.running.items()}
+        for g in admit(self.waiting, view, self.cfg.budget, self.cfg.slots,
+                       frozenset(self.exclusive), now, self.model, self._overhead()):
             self.waiting.remove(g.job)
-            self.running[g.job.id] = g.job.estimate
+            rec = next(r for r in reversed(self.records) if r.id == g.job.id)
+            self.running[g.job.id] = Live(rec, g.job.seconds, g.job.threads, now)
             self.grants[g.job.id] = (g.alone, g.lowmem)
         self.cond.notify_all()
 
     def _serve(self, conn: socket.socket) -> None:
         rec: JobRecord | None = None
-        with conn, conn.makefile("rwb") as f:
+        with conn, conn.makefile("rb") as f:
             try:
                 line = f.readline()
                 msg = json.loads(line) if line else {}
                 if msg.get("op") != "acquire":
                     return
-                rec, key, file = self._estimate(msg)
-                job = Job(rec.id, rec.reserve, self._n)
+                rec, key, file, cpu, threads, cached = self._estimate(msg)
                 with self.cond:
+                    job = Job(rec.id, rec.reserve, self._n, cpu, threads, self._share())
                     self.records.append(rec)
                     if rec.retry:
                         self.exclusive.add(rec.id)
@@ -154,21 +269,41 @@ class Broker:
                     while rec.id not in self.grants:
                         self.cond.wait()
                     rec.alone, rec.lowmem = self.grants[rec.id]
-                rec.started = time.monotonic() - self.t0
+                    live = self.running[rec.id]
+                rec.started = self.now()
                 reply = {"op": "grant", "lowmem": rec.lowmem or rec.retry, "alone": rec.alone,
                          "flags": list(self.cfg.lowmem_flags), "estimate": rec.estimate,
                          "source": rec.source}
-                f.write((json.dumps(reply) + "\n").encode())
-                f.flush()
-                done = f.readline()
-                result = json.loads(done) if done else {}
+                with live.lock:
+                    conn.sendall((json.dumps(reply) + "\n").encode())
+                    live.conn, live.granted = conn, True
+                    if live.paused:  # paused before the grant went out
+                        conn.sendall(b'{"op": "pause"}\n')
+                result: dict[str, Any] = {}
+                for line in f:
+                    msg = json.loads(line)
+                    if msg.get("op") == "progress":
+                        with self.cond:
+                            live.cpu = float(msg.get("cpu", 0.0))
+                            live.cpu_active = live.active(self.now())
+                            live.rss = int(msg.get("rss", 0))
+                    elif msg.get("op") == "done":
+                        result = msg
+                        break
                 rec.peak = int(result.get("peak", 0))
                 rec.rc = result.get("rc")
                 rec.oom = bool(result.get("oom"))
-                if rec.peak and rec.rc == 0:
+                rec.cpu = float(result.get("cpu", 0.0))
+                rec.paused = float(result.get("paused", 0.0))
+                # a cache hit (no compiler process under the cache) measured nothing
+                hit = cached and int(result.get("procs", 2)) <= 1
+                if rec.peak and rec.rc == 0 and not hit:
                     with self.cond:
                         self.history.record(key, file, rec.peak,
-                                            float(result.get("seconds", 0.0)))
+                                            float(result.get("seconds", 0.0)), cpu=rec.cpu)
+                        active = float(result.get("seconds", 0.0)) - rec.paused
+                        if rec.cpu > 0.5 and active > 0:
+                            self._shares = [*self._shares[-7:], (rec.cpu / threads, active)]
                 elif rec.oom and rec.peak:
                     with self.cond:  # at least this much: raise the estimate for next time
                         self.history.record(key, file, max(rec.peak, rec.estimate * 2), 0.0,
@@ -177,7 +312,7 @@ class Broker:
                 pass
             finally:
                 if rec is not None:
-                    rec.ended = time.monotonic() - self.t0
+                    rec.ended = self.now()
                     with self.cond:
                         self.running.pop(rec.id, None)
                         self.grants.pop(rec.id, None)
@@ -185,18 +320,21 @@ class Broker:
                         self._schedule()
 
     def snapshot(self) -> dict[str, Any]:
-        """What runs now, for live progress: jobs with their reserved memory."""
+        """What runs now, for live progress: jobs with their reserved memory (under the
+        time model, the bound the policy allows each now)."""
         with self.cond:
-            running = [r for r in self.records if r.started and not r.ended and
-                       r.id in self.running]
+            now = self.now()
+            bounds = {i: int(envelope(live.view(now), now, self.model).ahead(now))
+                      for i, live in self.running.items()}
+            running = [(r, self.running[r.id]) for r in self.records
+                       if r.started and not r.ended and r.id in self.running]
             return {"budget": self.cfg.budget, "waiting": len(self.waiting),
-                    "reserved": sum(self.running.values()),
+                    "reserved": sum(bounds.values()),
                     "running": [{"file": r.file, "reserve": r.reserve, "source": r.source,
-                                 "seconds": time.monotonic() - self.t0 - r.started}
-                                for r in running],
+                                 "bound": bounds[r.id], "paused": live.paused,
+                                 "seconds": now - r.started} for r, live in running],
                     "done": sum(1 for r in self.records if r.ended)}
 
     def report(self) -> list[dict[str, Any]]:
         with self.cond:
             return [asdict(r) for r in self.records]
-

@@ -1,7 +1,10 @@
 """Measured compile peaks, kept between builds in ``<state>/memory-history.json``.
 
 Keyed by (source file, flags hash, compiler); a second index by file alone lets a
-flag change still start from the file's last measurement.
+flag change still start from the file's last measurement.  Each record holds the
+peak (process-tree RSS), wall and CPU seconds (CPU time is the time model's clock,
+see ``policy.py``: a loaded machine stretches wall time, not work) and how many
+successive measurements there were, with the previous peak.
 """
 
 from __future__ import annotations
@@ -52,9 +55,21 @@ class History:
     def for_file(self, file: str) -> dict[str, Any] | None:
         return self.by_file.get(file)
 
-    def record(self, key: str, file: str, peak: int, seconds: float, oom: bool = False) -> None:
-        rec = {"file": file, "peak": int(peak), "seconds": round(seconds, 3), "oom": oom,
-               "when": time.time()}
+    def record(self, key: str, file: str, peak: int, seconds: float, oom: bool = False,
+               cpu: float = 0.0) -> None:
+        """One compile's measurement: its peak, wall and CPU seconds.  ``runs`` counts
+        successive measurements of the same job and ``prev_peak`` keeps the one before,
+        so that a peak seen twice alike can get a smaller margin (``estimate.py``)."""
+        prev = self.jobs.get(key) or {}
+        runs = 1
+        if prev and not prev.get("oom") and not oom and prev.get("peak"):
+            runs = int(prev.get("runs", 1)) + 1
+        rec: dict[str, Any] = {"file": file, "peak": int(peak), "seconds": round(seconds, 3),
+                               "oom": oom, "when": time.time(), "runs": runs}
+        if cpu > 0:
+            rec["cpu"] = round(cpu, 3)
+        if runs > 1:
+            rec["prev_peak"] = int(prev["peak"])
         self.jobs[key] = rec
         self.by_file[file] = rec
 

@@ -1,8 +1,12 @@
 """Compiler launcher: ``CMAKE_<LANG>_COMPILER_LAUNCHER=python;-m;builder.memory.launcher``.
 
 Before exec'ing the compiler it asks the build's broker (``$BUILDER_BROKER``) for
-memory, then runs the compiler, measuring the peak RSS of its whole process tree
-(nvcc and g++ spawn cicc/cc1plus: ``ru_maxrss`` of the driver sees none of it).
+memory, then runs the compiler, measuring the peak RSS and the CPU time of its whole
+process tree (nvcc and g++ spawn cicc/cc1plus: ``ru_maxrss`` of the driver sees none
+of it).  While the compiler runs it reports its CPU seconds and RSS to the broker
+(the time model's progress signal, ``policy.py``) and obeys the broker's ``pause``
+and ``resume`` (SIGSTOP/SIGCONT to the whole tree: a stopped compiler keeps its
+memory but stops growing); whatever happens, it never leaves the tree stopped.
 An out-of-memory kill — signal 9, or g++'s "Killed signal terminated program
 cc1plus" with exit status 1 — is retried once, alone, with the recipe's
 low-memory flags.  Without a broker (e.g. ``ninja`` run by hand) it just runs
@@ -11,14 +15,19 @@ the compiler.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import resource
+import select
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".hip", ".m", ".mm")
@@ -34,19 +43,43 @@ def source_of(argv: list[str]) -> str | None:
     return cands[-1] if cands else None
 
 
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _table() -> dict[int, tuple[int, int]]:
+    """pid → (parent pid, CPU clock ticks used by it and its reaped children)."""
+    procs: dict[int, tuple[int, int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as f:
                 stat = f.read()
-        except OSError:
+            fields = stat[stat.rindex(b")") + 2:].split()
+            # after the name: state ppid … utime(11) stime cutime cstime
+            procs[int(entry.name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+        except (OSError, ValueError, IndexError):
             continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(entry.name))
+    return procs
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _) in _table().items():
+        kids.setdefault(ppid, []).append(pid)
     return kids
+
+
+def _tree(root: int, procs: dict[int, tuple[int, int]]) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _) in procs.items():
+        kids.setdefault(ppid, []).append(pid)
+    out, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(kids.get(pid, ()))
+    return out
 
 
 def _rss(pid: int) -> int:
@@ -59,19 +92,103 @@ def _rss(pid: int) -> int:
 
 def tree_rss(root: int) -> int:
     """Resident memory of ``root`` and all its descendants, now."""
-    kids = _children()
-    total, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        total += _rss(pid)
-        stack.extend(kids.get(pid, ()))
-    return total
+    return sum(_rss(pid) for pid in _tree(root, _table()))
 
 
-def run_measured(argv: list[str], interval: float = 0.1) -> tuple[int, int, float, bytes]:
-    """Run ``argv``; return (exit code, peak tree RSS, seconds, stderr tail).  Output
-    is passed through as it comes."""
+def tree_sample(root: int) -> tuple[int, float, int]:
+    """(resident bytes, CPU seconds so far, processes) of ``root`` and its descendants."""
+    procs = _table()
+    pids = _tree(root, procs)
+    return (sum(_rss(p) for p in pids), sum(procs[p][1] for p in pids if p in procs) / TICKS,
+            len(pids))
+
+
+def signal_tree(root: int, sig: int) -> None:
+    """Send ``sig`` to ``root`` and its descendants, parents first; for SIGSTOP again
+    until no new process appears (one may have been forked meanwhile)."""
+    done: set[int] = set()
+    while True:
+        todo = [p for p in _tree(root, _table()) if p not in done]
+        if not todo:
+            return
+        for pid in todo:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+            done.add(pid)
+        if sig != signal.SIGSTOP:
+            return
+
+
+class Channel:
+    """The launcher's side of its broker connection: JSON lines both ways; ``poll``
+    waits up to a timeout for the broker's commands."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+        self.inbox: list[dict[str, object]] = []
+        self.closed = False
+
+    def send(self, msg: dict[str, object]) -> None:
+        try:
+            self.sock.sendall((json.dumps(msg) + "\n").encode())
+        except OSError:
+            self.closed = True
+
+    def _receive(self, timeout: float | None) -> None:
+        """Wait up to ``timeout`` (None: for ever) for data; queue the complete lines."""
+        try:
+            if timeout is not None and not select.select([self.sock], [], [], timeout)[0]:
+                return
+            data = self.sock.recv(65536)
+        except (OSError, ValueError):
+            data = b""
+        if not data:
+            self.closed = True
+        self.buf += data
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            with contextlib.suppress(ValueError):
+                self.inbox.append(json.loads(line))
+
+    def poll(self, timeout: float) -> list[dict[str, object]]:
+        """Commands received within ``timeout`` seconds (none once the broker is gone)."""
+        if self.closed:
+            time.sleep(timeout)
+        elif not self.inbox:
+            self._receive(timeout)
+        out, self.inbox = self.inbox, []
+        return out
+
+    def read(self) -> dict[str, object]:
+        """The next message, waiting for it ({} when the broker is gone)."""
+        while not self.inbox and not self.closed:
+            self._receive(None)
+        return self.inbox.pop(0) if self.inbox else {}
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+@dataclass
+class Measured:
+    rc: int
+    peak: int  # bytes, the tree's largest sampled RSS
+    seconds: float  # wall
+    cpu: float  # CPU seconds of the whole tree
+    err: bytes  # the end of stderr
+    paused: float = 0.0  # seconds spent stopped by the broker
+    procs: int = 1  # most processes seen in the tree (1 for a compiler-cache hit)
+
+
+def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None = None,
+                 report: float = 0.5) -> Measured:
+    """Run ``argv``, passing its output through as it comes, sampling its process tree
+    every ``interval``; with a ``channel``, report progress every ``report`` seconds and
+    obey pause/resume."""
     start = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
     peak = 0
     err = bytearray()
@@ -88,36 +205,68 @@ def run_measured(argv: list[str], interval: float = 0.1) -> tuple[int, int, floa
 
     t = threading.Thread(target=pump, daemon=True)
     t.start()
-    while proc.poll() is None:
-        peak = max(peak, tree_rss(proc.pid))
-        time.sleep(interval)
+    paused_at, paused_total, reported, procs = 0.0, 0.0, 0.0, 1
+    try:
+        while proc.poll() is None:
+            rss, cpu, n = tree_sample(proc.pid)
+            peak, procs = max(peak, rss), max(procs, n)
+            if channel is None:
+                time.sleep(interval)
+                continue
+            now = time.monotonic()
+            if now - reported >= report:
+                channel.send({"op": "progress", "cpu": cpu, "rss": rss,
+                              "paused": bool(paused_at)})
+                reported = now
+            for msg in channel.poll(interval):
+                if msg.get("op") == "pause" and not paused_at:
+                    signal_tree(proc.pid, signal.SIGSTOP)
+                    paused_at = time.monotonic()
+                    # the exact CPU time it stopped at
+                    channel.send({"op": "progress", "cpu": tree_sample(proc.pid)[1],
+                                  "rss": rss, "paused": True})
+                elif msg.get("op") == "resume" and paused_at:
+                    signal_tree(proc.pid, signal.SIGCONT)
+                    paused_total += time.monotonic() - paused_at
+                    paused_at = 0.0
+            if channel.closed and paused_at:  # the broker went away: never stay stopped
+                signal_tree(proc.pid, signal.SIGCONT)
+                paused_total += time.monotonic() - paused_at
+                paused_at = 0.0
+    finally:
+        if paused_at and proc.poll() is None:
+            signal_tree(proc.pid, signal.SIGCONT)
+    proc.wait()
     t.join()
     if proc.stderr is not None:
         proc.stderr.close()
-    return proc.returncode, peak, time.monotonic() - start, bytes(err)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Measured(proc.returncode, peak, time.monotonic() - start, cpu, bytes(err),
+                    paused_total, procs)
 
 
 def is_oom(rc: int, err: bytes) -> bool:
     return rc in (-9, 137) or any(m in err for m in OOM_MARKERS)
 
 
-def _ask(path: str, msg: dict[str, object]) -> tuple[socket.socket, dict[str, object]]:
+def _ask(path: str, msg: dict[str, object]) -> tuple[Channel, dict[str, object]]:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
-    f = s.makefile("rwb")
-    f.write((json.dumps(msg) + "\n").encode())
-    f.flush()
-    reply = json.loads(f.readline() or b"{}")
-    return s, reply
+    ch = Channel(s)
+    ch.send(msg)
+    if ch.closed:
+        raise OSError("the broker went away")
+    return ch, ch.read()
 
 
-def _done(s: socket.socket, msg: dict[str, object]) -> None:
-    try:
-        s.sendall((json.dumps(msg) + "\n").encode())
-    except OSError:
-        pass
-    finally:
-        s.close()
+def _done(ch: Channel, msg: dict[str, object]) -> None:
+    ch.send(msg)
+    ch.close()
+
+
+def _exit_on(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str]) -> int:
@@ -130,6 +279,10 @@ def main(argv: list[str]) -> int:
         os.execvp(argv[0], argv)
     file = os.path.abspath(src)
     retry = False
+    # a stop request while the broker has the compiler paused: resume it on the way out
+    # (run_measured's finally), or it would stay stopped, holding its memory
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_on)
     while True:
         try:
             conn, grant = _ask(broker, {"op": "acquire", "file": file, "argv": argv,
@@ -140,9 +293,11 @@ def main(argv: list[str]) -> int:
         if grant.get("lowmem"):
             # appended last so that they override (-O1 after -O2, -g0 after -g)
             cmd += [str(x) for x in grant.get("flags", [])]  # type: ignore[attr-defined]
-        rc, peak, secs, err = run_measured(cmd)
-        oom = rc != 0 and is_oom(rc, err)
-        _done(conn, {"op": "done", "rc": rc, "peak": peak, "seconds": secs, "oom": oom})
+        m = run_measured(cmd, channel=conn)
+        rc, peak = m.rc, m.peak
+        oom = rc != 0 and is_oom(rc, m.err)
+        _done(conn, {"op": "done", "rc": rc, "peak": peak, "seconds": m.seconds, "cpu": m.cpu,
+                     "paused": m.paused, "procs": m.procs, "oom": oom})
         if oom and not retry:
             print(f"builder: {src} was killed, most likely out of memory (peak {peak >> 20} "
                   f"MiB); retrying alone with the low-memory flags", file=sys.stderr)

@@ -1,23 +1,119 @@
-"""The admission policy: which waiting compile jobs start now.
+"""The admission policy: which waiting compile jobs start now, and which running ones
+must pause.
 
-Pure: no clock, no I/O.  A job is admitted when the memory *reserved* for running
-jobs (their predicted peaks, not their live use — RSS peaks at ~98 % of a compile,
-so live memory over-admits) plus its own prediction fits the budget and a CPU slot
-is free.  Waiting jobs are considered largest first, smaller ones backfill.  A job
-predicted above the whole budget waits for the machine to drain and runs alone,
-with the low-memory flag tier.
+Pure: no clock, no I/O.  The caller (the broker, or :func:`simulate` for ``builder
+plan``) passes ``now`` and what it knows of each running job: when it started, its
+predicted peak and CPU time, and — where its launcher reports them — the CPU seconds
+it has used and its live memory.
+
+Why not admit by live memory: a compiler's RSS climbs for the whole compile and
+peaks at ~98 % of it (``shared/FACTS.md``), so live memory over-admits — jobs
+admitted next to one at 30 % of its peak grow into each other.  Why not reserve each
+job's peak for its whole life (what happens here when no duration is known): jobs
+that start at different moments do not peak together, so peak reservation runs
+fewer jobs than fit (4 where -j5 fits a 6 GiB cap).
+
+**The model.**  A job's memory is bounded by a function of its *progress*, the CPU
+seconds ``c`` it has used of the ``C`` measured for it in an earlier build::
+
+    mem(c) ≤ peak × min(1, floor + (1 − floor) × c / (knee × fast × C))
+
+``floor`` 0.2 and ``knee`` 0.6 lie above every RSS curve measured (gcc 12, torch,
+pybind11 and gtest TUs: concave, 20 % of the peak after 5 % of the CPU time, 86 %
+after 55 %; the tightest needs floor 0.16 at knee 0.6); ``fast`` 0.85 further lets
+a job need 15 % less CPU than measured (a history taken on a busy machine with
+shared cores).  CPU time, not wall time, is the clock: a loaded machine stretches a
+compile's wall time but not its work, and a compiler cannot use more than
+``threads`` CPU seconds per second — so from its current progress the bound holds
+at every future instant, whatever the machine does.
+
+A job is predicted gone once it has used ``late`` × C CPU seconds (1.05), at the
+CPU rate it has had so far, plus ``horizon``; past that it is *overdue* and holds
+its peak until it really ends.  Without a measured C (cold builds: recipe values
+and priors give no trustworthy time) a job holds its peak for its whole life:
+plain peak reservation.
+
+**Admission** (:func:`admit`).  A waiting job starts when the sum of the running
+jobs' bounds and its own stays within the budget (less ``overhead``: the launchers'
+own memory) at *every* future instant, each job counted until its predicted end.
+Bounds only rise until their job ends, so it is enough to check just before each
+predicted end and at infinity.  The caller re-runs admission every ``tick`` while
+jobs wait: a job may become admissible just because time passed.  Largest first,
+smaller jobs backfill; a job predicted above the budget (or a retry after an OOM
+kill) waits for the machine to drain and runs alone with the low-memory flag tier;
+at most ``slots`` jobs run; nothing new starts while a job is paused.
+
+**The guard** (:func:`guard`), run with admission every ``tick``.  Admission relies
+on predicted ends; a job that runs late (more CPU than measured, or less CPU share
+than it had, e.g. someone else's work) would let the jobs admitted next to it grow
+into its peak.  The guard checks that the running jobs' bounds ``horizon`` seconds
+ahead — no end assumed — fit the budget; if not it pauses the youngest growing jobs
+(SIGSTOP: a stopped compiler's memory stays where it is) and resumes them, oldest
+first, when the full check passes again.  The oldest running job is never paused,
+so the build always progresses.
+
+**Guarantees.**  With the guard running at least every ``horizon`` − (reaction
+time) seconds, the jobs' memory stays within the budget less ``overhead`` as long as
+(1) no job's peak exceeds its estimate (history: measured peaks vary < 0.05 % run to
+run; a margin on top) and (2) its RSS at progress c stays under the bound above —
+*whatever the jobs' durations*, however the machine slows some of them: a late job
+only pauses younger ones.  Where (2) fails (a C measured too high), the job's
+reported RSS rises above its bound and both functions count it at its peak from
+then on, within one report interval.  Left to the budget's reserve and the cgroup
+cap: if every younger job is paused and the oldest still cannot reach its peak
+beside their frozen memory (only after (1) or (2) failed for several jobs) the
+oldest goes on; with peaks 30 % above their estimates memory can pass the budget
+by 30 %, as with peak reservation.  Without the guard, the bound holds as long as
+each job needs at most ``late`` × its measured CPU time at the CPU rate it had when
+the others were admitted.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class Model:
+    """How a compile job's memory may grow with its progress (see the module doc).
+    ``data/memory_priors.json`` (``ramp``) holds the same values."""
+
+    floor: float = 0.2  # share of the peak a job may hold from its first instant
+    knee: float = 0.6  # share of its CPU time by which it may have reached its peak
+    fast: float = 0.85  # it may need only this share of its measured CPU time
+    late: float = 1.05  # ... or this multiple; it is predicted gone only after that
+    tick: float = 0.1  # seconds between runs of admission and guard
+    horizon: float = 0.3  # how far ahead the guard looks (> tick + reaction time)
 
 
 @dataclass(frozen=True)
 class Job:
+    """A waiting compile job."""
+
     id: str
-    estimate: int  # bytes to reserve
+    estimate: int  # bytes: predicted peak, margin included
     order: int = 0  # arrival order, for stable ties
+    seconds: float = 0.0  # measured CPU seconds; 0: unknown → reserve the peak
+    threads: int = 1  # CPU seconds it can use per second (nvcc --threads)
+    share: float = 1.0  # expected CPU share per thread, for its end (the bound assumes 1)
+
+
+@dataclass(frozen=True)
+class Running:
+    """What the caller knows of a running job."""
+
+    estimate: int  # bytes: predicted peak, margin included
+    started: float = 0.0  # on the caller's clock, moved later by the time it was paused
+    seconds: float = 0.0  # measured CPU seconds; 0: unknown → holds its peak until it ends
+    threads: int = 1
+    cpu: float | None = None  # CPU seconds used so far, at most (reported by its launcher)
+    rss: int = 0  # live memory, at least (reported)
+    paused: bool = False
+    share: float = 1.0  # expected CPU share per thread until it has run a second
 
 
 @dataclass(frozen=True)
@@ -27,57 +123,227 @@ class Grant:
     lowmem: bool = False  # add the low-memory flag tier
 
 
-def admit(waiting: list[Job], running: dict[str, int], budget: int, slots: int,
-          exclusive: frozenset[str] = frozenset()) -> list[Grant]:
-    """Jobs of ``waiting`` to start now.  ``running`` maps job id → reserved bytes;
-    ``exclusive`` are ids that must run alone (e.g. retried after an OOM kill)."""
+@dataclass(frozen=True)
+class Envelope:
+    """Upper bound of one job's memory from ``t0`` on: ``min(peak, base + slope·(t − t0))``
+    before ``end``, nothing from ``end`` on (infinite: it holds its peak until it really
+    ends)."""
+
+    peak: float
+    base: float
+    slope: float  # bytes per second
+    t0: float
+    end: float = INF
+
+    def at(self, t: float) -> float:
+        """The bound at ``t``, counting the job gone from its predicted end."""
+        return 0.0 if t >= self.end else self.ahead(t)
+
+    def ahead(self, t: float) -> float:
+        """The bound at ``t`` if the job has not ended (what the guard assumes)."""
+        return min(self.peak, self.base + self.slope * max(0.0, t - self.t0))
+
+
+def progress(job: Running, now: float) -> float:
+    """CPU seconds ``job`` may have used by ``now``: what it reported, or — never more
+    than — its threads × the time it has run."""
+    ceiling = max(0.0, now - job.started) * max(job.threads, 1)
+    return ceiling if job.cpu is None else min(max(job.cpu, 0.0), ceiling)
+
+
+def envelope(job: Running, now: float, model: Model) -> Envelope:
+    """The bound on ``job``'s memory from ``now`` on (module doc: the model)."""
+    peak = float(job.estimate)
+    if job.seconds <= 0:
+        return Envelope(peak, peak, 0.0, now)
+    threads = max(job.threads, 1)
+    cpu = progress(job, now)
+    knee = model.knee * model.fast * job.seconds
+    base = peak * min(1.0, model.floor + (1.0 - model.floor) * cpu / knee)
+    if job.rss > base:  # grows faster than modelled: trust none of it, hold the peak
+        base = peak
+    total = model.late * job.seconds
+    if cpu >= total:  # overdue: holds its peak until it really ends
+        return Envelope(peak, peak, 0.0, now)
+    rate = threads * min(1.0, max(job.share, 0.02))
+    elapsed = now - job.started
+    if job.cpu is not None and elapsed >= 1.0:
+        # the CPU share it has had so far (on a loaded machine less than its threads)
+        rate = min(rate, max(cpu / elapsed, 0.02 * threads))
+    slope = peak * (1.0 - model.floor) / knee * threads
+    return Envelope(peak, base, slope, now, now + (total - cpu) / rate + model.horizon)
+
+
+def demand(envs: Sequence[Envelope]) -> float:
+    """Most memory the jobs of ``envs`` may hold together at any instant from now on.
+
+    Each bound only rises until its job's end, so the sum only rises between ends: its
+    maximum is just before some end, or at infinity (the jobs that never end)."""
+    return _Load(envs).with_(None)
+
+
+class _Load:
+    """:func:`demand` of a set of bounds, precomputed so that adding one candidate
+    costs O(n), not O(n²) (admission tries many candidates against the same set)."""
+
+    def __init__(self, envs: Sequence[Envelope]) -> None:
+        self.envs = list(envs)
+        self.forever = sum(e.peak for e in envs if e.end == INF)
+        ends = sorted({e.end for e in envs if e.end != INF})
+        self.points = [(t, sum(f.ahead(t) for f in envs if f.end >= t)) for t in ends]
+
+    def with_(self, c: Envelope | None) -> float:
+        """Demand of the set plus ``c``."""
+        if c is None:
+            return max([self.forever, *(s for _, s in self.points)])
+        worst = self.forever + (c.peak if c.end == INF else 0.0)
+        for t, s in self.points:
+            worst = max(worst, s + c.ahead(t) if c.end >= t else s)
+        if c.end != INF:
+            worst = max(worst, c.ahead(c.end) + sum(f.ahead(c.end) for f in self.envs
+                                                    if f.end >= c.end))
+        return worst
+
+
+def _frozen(env: Envelope, now: float) -> Envelope:
+    """A paused job: its memory stays where it is until it is resumed."""
+    value = env.ahead(now)
+    return Envelope(value, value, 0.0, now)
+
+
+def _as_running(r: int | Running) -> Running:
+    return r if isinstance(r, Running) else Running(int(r))
+
+
+def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: int,
+          slots: int, exclusive: frozenset[str] = frozenset(), now: float = 0.0,
+          model: Model | None = None, overhead: int = 0) -> list[Grant]:
+    """Jobs of ``waiting`` to start now.  ``running`` maps job id → :class:`Running`
+    (or bytes reserved for its whole life); ``exclusive`` are ids that must run
+    alone (e.g. retried after an OOM kill); ``overhead`` is memory used besides the
+    jobs (their launchers)."""
+    model = model or Model()
+    runs = [_as_running(r) for r in running.values()]
+    if any(r.paused for r in runs):
+        return []  # paused jobs go first
     grants: list[Grant] = []
-    reserved = sum(running.values())
-    busy = len(running)
+    load = _Load([envelope(r, now, model) for r in runs])
+    room = budget - overhead
+    busy = len(runs)
+    failed: set[tuple[int, float, int, float]] = set()  # a shape that did not fit will not now
     for job in sorted(waiting, key=lambda j: (-j.estimate, j.order)):
         if busy >= slots:
             break
-        alone = job.id in exclusive or job.estimate > budget
-        if alone:
+        if job.id in exclusive or job.estimate > budget:
             if busy == 0:
                 grants.append(Grant(job, alone=True, lowmem=True))
-                return grants
-            # drain: start nothing else until the machine is free for it
+            # else drain: start nothing else until the machine is free for it
             return grants
-        if reserved + job.estimate <= budget:
+        shape = (job.estimate, job.seconds, job.threads, job.share)
+        if shape in failed:
+            continue
+        env = envelope(Running(job.estimate, now, job.seconds, job.threads, 0.0,
+                               share=job.share), now, model)
+        if load.with_(env) <= room:
             grants.append(Grant(job))
-            reserved += job.estimate
+            load = _Load([*load.envs, env])
             busy += 1
+        else:
+            failed.add(shape)
     return grants
+
+
+def guard(running: Mapping[str, Running], budget: int, now: float,
+          model: Model | None = None, overhead: int = 0) -> frozenset[str]:
+    """Ids of the running jobs that should be paused now (module doc: the guard).
+
+    Resumes paused jobs, oldest first, when the full admission check passes with them
+    running; then pauses the youngest growing jobs while the bounds ``horizon`` seconds
+    ahead (no job assumed to end) pass the budget.  Never pauses the oldest running job;
+    when nothing else runs, the oldest paused job is resumed whatever the check says."""
+    model = model or Model()
+    room = budget - overhead
+    later = now + model.horizon
+    order = sorted(running, key=lambda i: (running[i].started, i))
+    envs = {i: envelope(running[i], now, model) for i in order}
+    paused = {i for i in order if running[i].paused}
+
+    def view(stopped: set[str]) -> list[Envelope]:
+        return [_frozen(envs[i], now) if i in stopped else envs[i] for i in order]
+
+    def fits_ahead(stopped: set[str]) -> bool:
+        return sum(e.ahead(later) for e in view(stopped)) <= room
+
+    for i in order:
+        if i in paused:
+            rest = paused - {i}
+            if len(rest) == len(order) - 1 or (demand(view(rest)) <= room and fits_ahead(rest)):
+                paused = rest
+    active = [i for i in order if i not in paused]
+    for i in reversed(active[1:]):
+        if fits_ahead(paused):
+            break
+        if envs[i].ahead(later) > envs[i].ahead(now):  # pausing it stops a growth
+            paused.add(i)
+    return frozenset(paused)
 
 
 @dataclass(frozen=True)
 class Prediction:
     wall: float  # seconds
-    peak: int  # bytes reserved at most
+    peak: int  # bytes the policy plans for at most (the running jobs' bounds)
     parallelism: float  # average running jobs
     jobs: int
+    most: int = 0  # most jobs running at once
 
 
-def simulate(jobs: list[tuple[str, int, float]], budget: int, slots: int) -> Prediction:
-    """Run :func:`admit` over ``(id, estimate, seconds)`` jobs on a virtual clock."""
+def simulate(jobs: Sequence[tuple[str, int, float] | tuple[str, int, float, float]],
+             budget: int, slots: int, model: Model | None = None,
+             window: int = 0) -> Prediction:
+    """Run :func:`admit` on a virtual clock over ``(id, estimate, seconds[, cpu])`` jobs,
+    each taking ``seconds``; ``cpu`` (0 or absent: unknown) is the measured CPU time that
+    lets admission use the time model, as the broker does with build history.  As in a
+    build, the broker sees only the jobs ninja has started: ``window`` (default 2 ×
+    ``slots``, what builder gives ninja) less those running.  Every job runs as
+    predicted, so the guard has nothing to do."""
+    model = model or Model()
     if not jobs:
         return Prediction(0.0, 0, 0.0, 0)
-    waiting = [Job(i, est, n) for n, (i, est, _) in enumerate(jobs)]
-    seconds = {i: s for i, _, s in jobs}
-    running: dict[str, int] = {}
-    ends: list[tuple[float, str]] = []
-    now, peak, busy_time = 0.0, 0, 0.0
-    while waiting or running:
-        for g in admit(waiting, running, budget, slots):
+    window = window or 2 * slots
+    queue: list[Job] = []
+    seconds: dict[str, float] = {}
+    for n, row in enumerate(jobs):
+        secs = float(row[2])
+        cpu = float(row[3]) if len(row) == 4 else 0.0
+        queue.append(Job(row[0], int(row[1]), n, cpu,
+                         share=min(1.0, cpu / secs) if cpu and secs > 0 else 1.0))
+        seconds[row[0]] = secs
+    # admission re-runs between ends as in the broker, at most ~1000 times
+    tick = max(model.tick, sum(seconds.values()) / max(slots, 1) / 1000)
+    running: dict[str, tuple[Job, float, float]] = {}  # id → (job, start, end)
+
+    def view(t: float) -> dict[str, Running]:
+        return {i: Running(job.estimate, start, job.seconds, 1, (t - start) * job.share,
+                           share=job.share) for i, (job, start, _) in running.items()}
+
+    now, peak, busy_time, most, nxt = 0.0, 0.0, 0.0, 0, 0
+    waiting: list[Job] = []
+    while nxt < len(queue) or waiting or running:
+        while nxt < len(queue) and len(waiting) + len(running) < window:
+            waiting.append(queue[nxt])
+            nxt += 1
+        for g in admit(waiting, view(now), budget, slots, now=now, model=model):
             waiting.remove(g.job)
-            running[g.job.id] = g.job.estimate
-            ends.append((now + seconds[g.job.id], g.job.id))
+            running[g.job.id] = (g.job, now, now + seconds[g.job.id])
             busy_time += seconds[g.job.id]
-        peak = max(peak, sum(running.values()))
-        if not ends:  # nothing can ever start (cannot happen: oversize jobs run alone)
+        most = max(most, len(running))
+        if not running:  # nothing can ever start (cannot happen: oversize jobs run alone)
             break
-        ends.sort()
-        now, done = ends.pop(0)
-        running.pop(done)
-    return Prediction(now, peak, busy_time / now if now else 0.0, len(jobs))
+        t = min(end for _, _, end in running.values())
+        if waiting and len(running) < slots and any(j.seconds for j, _, _ in running.values()):
+            t = min(t, now + tick)  # time alone may let a waiting job in
+        # what the plan allows for just before t (bounds rise until their job ends)
+        peak = max(peak, sum(envelope(r, t, model).ahead(t) for r in view(t).values()))
+        now = t
+        running = {i: r for i, r in running.items() if r[2] > now}
+    return Prediction(now, int(peak), busy_time / now if now else 0.0, len(jobs), most)

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from builder.memory.broker import Broker, BrokerConfig
@@ -83,3 +84,130 @@ def test_without_broker_the_launcher_just_runs_the_compiler(tmp_path: Path) -> N
                          env={**os.environ, "PYTHONPATH": str(REPO), "BUILDER_BROKER": ""},
                          check=False)
     assert out.returncode == 0 and out.stdout.strip() == "ran"
+
+
+FAKE_BUSY = """\
+import sys, time
+args = sys.argv[1:]
+cpu = float(next(a[6:] for a in args if a.startswith("--cpu=")))
+mib = int(next(a[6:] for a in args if a.startswith("--mib=")))
+blob = []
+t0 = time.process_time()
+while (used := time.process_time() - t0) < cpu:  # CPU work; memory grows with it
+    while len(blob) < int(mib * used / cpu):
+        blob.append(bytearray(2**20))
+"""
+
+
+def _busy(tmp_path: Path, broker: Broker, name: str, cpu: float, mib: int
+          ) -> tuple[subprocess.Popen[bytes], list[str]]:
+    src = tmp_path / name
+    src.write_text("int x;\n")
+    (tmp_path / "busy.py").write_text(FAKE_BUSY)
+    argv = [sys.executable, str(tmp_path / "busy.py"), f"--cpu={cpu}", f"--mib={mib}", "-c",
+            str(src)]
+    env = {**os.environ, "BUILDER_BROKER": str(broker.path), "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "builder.memory.launcher", *argv], env=env,
+                            stderr=subprocess.PIPE), argv
+
+
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def test_pause_stops_the_compiler_and_resume_continues_it(tmp_path: Path) -> None:
+    b = Broker(tmp_path / "b.sock", BrokerConfig(
+        budget=10**9, slots=2, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
+        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10**8),),
+        pause=False))  # the test pauses by hand
+    b.start()
+    try:
+        p, _ = _busy(tmp_path, b, "p.cpp", cpu=2.0, mib=20)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with b.cond:
+                live = next(iter(b.running.values()), None)
+                if live is not None and live.granted and live.cpu is not None:
+                    break
+            time.sleep(0.05)
+        assert live is not None and live.cpu is not None  # progress was reported
+        kids = [int(x) for x in Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text()
+                .split()]
+        [compiler] = kids
+        live.command("pause")
+        time.sleep(0.5)
+        assert _state(compiler) == "T"
+        cpu = live.cpu
+        time.sleep(0.8)
+        assert live.cpu is not None and live.cpu - cpu < 0.1  # stopped: no CPU time used
+        live.command("resume")
+        time.sleep(0.3)
+        assert _state(compiler) in "RS"
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+    finally:
+        b.stop()
+    [job] = b.report()
+    assert job["cpu"] >= 1.9 and job["paused"] >= 0.5
+    [rec] = json.loads((tmp_path / "history.json").read_text())["jobs"].values()
+    assert rec["cpu"] >= 1.9
+
+
+def test_time_model_starts_a_job_before_the_other_ends(tmp_path: Path) -> None:
+    """Two compiles measured before (history: peak and CPU time) whose peaks do not fit
+    together: the second starts while the first, predicted to end soon, still runs."""
+    from builder.memory.history import History, flags_hash, job_key
+
+    peak, cpu = 60 * 2**20, 3.0
+    build = str(tmp_path / "build")
+    history = History(tmp_path / "history.json")
+    for name in ("a.cpp", "b.cpp"):
+        argv = [sys.executable, str(tmp_path / "busy.py"), f"--cpu={cpu}", "--mib=50", "-c",
+                str(tmp_path / name)]
+        history.record(job_key(str(tmp_path / name), flags_hash(argv, build), argv[0]),
+                       str(tmp_path / name), peak, cpu, cpu=cpu)
+    history.save()
+    reserve = int(peak * 1.05)
+    # room for one peak and 0.9 of another, besides the two launchers
+    budget = 2 * 10 * 2**20 + reserve + int(0.9 * reserve)
+    b = Broker(tmp_path / "b.sock", BrokerConfig(
+        budget=budget, slots=2, source_root=str(tmp_path), build_dir=build,
+        history_path=str(tmp_path / "history.json")))
+    b.start()
+    try:
+        first, _ = _busy(tmp_path, b, "a.cpp", cpu, 50)
+        time.sleep(0.5)
+        second, _ = _busy(tmp_path, b, "b.cpp", cpu, 50)
+        for p in (first, second):
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+    finally:
+        b.stop()
+    a, c = sorted(b.report(), key=lambda j: j["started"])
+    assert a["source"] == "history" and a["model_cpu"] == cpu
+    assert c["started"] < a["ended"]  # overlapped: peak reservation would have waited
+    assert c["started"] > a["started"] + 0.5  # but not from the start: they would not fit
+
+
+def test_a_compiler_cache_hit_is_not_recorded_as_a_measurement(tmp_path: Path) -> None:
+    """A hit runs no compiler: its few MB say nothing about the compile, and recorded they
+    would let the next miss start next to anything."""
+    cache = tmp_path / "ccache"
+    cache.write_text(f"#!{sys.executable}\nimport time\nb = bytearray(20 * 2**20)\n"
+                     "time.sleep(0.6)\n")  # a hit: some work, but no compiler below
+    cache.chmod(0o755)
+    b = _broker(tmp_path, budget=10**9, glob_size=100 * 10**6)
+    try:
+        src = tmp_path / "hit.cpp"
+        src.write_text("int x;\n")
+        env = {**os.environ, "BUILDER_BROKER": str(b.path), "PYTHONPATH": str(REPO)}
+        p = subprocess.run([sys.executable, "-m", "builder.memory.launcher", str(cache), "g++",
+                            "-c", str(src)], env=env, capture_output=True, check=False,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+    finally:
+        b.stop()
+    [job] = b.report()
+    assert job["rc"] == 0 and job["peak"] > 10 * 2**20  # measured, …
+    assert json.loads((tmp_path / "history.json").read_text())["jobs"] == {}  # … not kept
