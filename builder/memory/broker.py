@@ -19,11 +19,11 @@ import json
 import socket
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .estimate import estimate, ramp_model, scan_includes
+from .estimate import Estimate, estimate, learned, ramp_model, scan_includes
 from .history import History, flags_hash, job_key
 from .policy import Job, Model, Running, admit, envelope, guard
 
@@ -56,6 +56,7 @@ class JobRecord:
     model_cpu: float = 0.0  # the CPU seconds the time model used (0: peak reserved)
     paused: float = 0.0  # seconds it was stopped by the guard
     pauses: int = 0
+    group: str = ""  # estimate group (recipe glob, umbrella header) when not measured
 
 
 @dataclass
@@ -113,6 +114,7 @@ class BrokerConfig:
     model: Model | None = None  # None: ``ramp`` of memory_priors.json
     time_model: bool = True  # False: reserve every job's peak for its whole life
     pause: bool = True  # run the guard (pause/resume); False: admission alone
+    learn: bool = True  # re-estimate waiting jobs from their group's jobs measured so far
 
 
 class Broker:
@@ -131,6 +133,9 @@ class Broker:
         self.wall0 = time.time()  # to place the jobs on the build's timeline
         self._n = 0
         self._shares: list[tuple[float, float]] = []  # (CPU, active seconds) of recent jobs
+        #: estimate group → (largest peak, smallest CPU seconds) measured in this build
+        self.learned: dict[str, tuple[int, float]] = {}
+        self._estimates: dict[str, Estimate] = {}  # waiting job id → its first estimate
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._ticker: threading.Thread | None = None
@@ -211,7 +216,10 @@ class Broker:
             self._n += 1
             n = self._n
         rec = JobRecord(f"{n}:{rel}", rel, est.peak, est.reserve, est.source,
-                        self.now(), retry=bool(msg.get("retry")), model_cpu=cpu)
+                        self.now(), retry=bool(msg.get("retry")), model_cpu=cpu,
+                        group="" if est.source.startswith("history") else est.group)
+        if rec.group:
+            self._estimates[rec.id] = est
         cached = bool(argv) and Path(argv[0]).name in CACHES
         return rec, key, file, cpu, max(threads, 1), cached
 
@@ -242,6 +250,8 @@ class Broker:
                     live.paused = False
                     live.command("resume")
             view = {i: live.view(now) for i, live in self.running.items()}
+        if self.cfg.learn:
+            self._learn()
         for g in admit(self.waiting, view, self.cfg.budget, self.cfg.slots,
                        frozenset(self.exclusive), now, self.model, self._overhead()):
             self.waiting.remove(g.job)
@@ -249,6 +259,22 @@ class Broker:
             self.running[g.job.id] = Live(rec, g.job.seconds, g.job.threads, now)
             self.grants[g.job.id] = (g.alone, g.lowmem)
         self.cond.notify_all()
+
+    def _learn(self) -> None:
+        """Re-estimate waiting jobs whose group measured a job in this build (a cold
+        build's first TU of a glob tells what its siblings will need)."""
+        for i, job in enumerate(self.waiting):
+            est = self._estimates.get(job.id)
+            got = self.learned.get(est.group) if est is not None else None
+            if est is None or got is None:
+                continue
+            new = learned(est, *got)
+            rec = next(r for r in reversed(self.records) if r.id == job.id)
+            if rec.retry or (rec.source == new.source and rec.reserve == new.reserve):
+                continue
+            rec.estimate, rec.reserve, rec.source = new.peak, new.reserve, new.source
+            rec.model_cpu = new.cpu if self.cfg.time_model else 0.0
+            self.waiting[i] = replace(job, estimate=new.reserve, seconds=rec.model_cpu)
 
     def _serve(self, conn: socket.socket) -> None:
         rec: JobRecord | None = None
@@ -299,6 +325,10 @@ class Broker:
                 hit = cached and int(result.get("procs", 2)) <= 1
                 if rec.peak and rec.rc == 0 and not hit:
                     with self.cond:
+                        if rec.group and not (rec.lowmem or rec.alone or rec.retry):
+                            top, fast = self.learned.get(rec.group, (0, 0.0))
+                            self.learned[rec.group] = (max(top, rec.peak), min(
+                                fast, rec.cpu) if fast else rec.cpu)
                         self.history.record(key, file, rec.peak,
                                             float(result.get("seconds", 0.0)), cpu=rec.cpu)
                         active = float(result.get("seconds", 0.0)) - rec.paused
@@ -317,6 +347,7 @@ class Broker:
                         self.running.pop(rec.id, None)
                         self.grants.pop(rec.id, None)
                         self.exclusive.discard(rec.id)
+                        self._estimates.pop(rec.id, None)
                         self._schedule()
 
     def snapshot(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,9 @@ class Estimate:
     source: str  # history | history-file | recipe | prior:<header> | default
     reserve: int  # what the scheduler reserves: peak × the source's margin
     cpu: float = 0.0  # measured CPU seconds (history only); 0: unknown
+    #: jobs of one kind (a recipe glob, an umbrella header): what one of them measured in
+    #: this build predicts the others better than the recipe value or the prior ("": none)
+    group: str = ""
 
 
 @cache
@@ -125,10 +128,24 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
         return Estimate(peak, float(history_file.get("seconds", base.seconds)), "history-file",
                         int(peak * float(margins["recipe"])),
                         float(history_file.get("cpu", 0.0)) if timed else 0.0)
+    kind = "device" if rel_file.endswith(DEVICE_SUFFIXES) else "host"
     for glob, size in recipe_globs:
         if fnmatch.fnmatch(rel_file, glob):
-            return Estimate(size, base.seconds, "recipe", int(size * float(margins["recipe"])))
+            return Estimate(size, base.seconds, "recipe", int(size * float(margins["recipe"])),
+                            group=f"recipe:{glob}:{kind}")
     if recipe_default and base.source == "default":
         return Estimate(recipe_default, base.seconds, "recipe",
-                        int(recipe_default * float(margins["recipe"])))
-    return base
+                        int(recipe_default * float(margins["recipe"])),
+                        group=f"recipe-default:{kind}")
+    return replace(base, group=f"{base.source}:{kind}:{nvcc_threads}")
+
+
+def learned(est: Estimate, peak: int, cpu: float) -> Estimate:
+    """The estimate of a job not measured before, from the largest peak (and the smallest
+    CPU time: a faster job peaks sooner, which the time model must not underrate) that jobs
+    of its group measured earlier in this build."""
+    margins = _priors()["margin"]
+    timed = cpu * float(margins.get("learned_cpu", 0.85))
+    return Estimate(peak, est.seconds, f"learned:{est.group}",
+                    int(peak * float(margins.get("learned", 1.10))),
+                    timed if timed > 0.5 else 0.0, est.group)

@@ -23,11 +23,11 @@ time.sleep(0.6)
 """
 
 
-def _broker(tmp_path: Path, budget: int, glob_size: int) -> Broker:
+def _broker(tmp_path: Path, budget: int, glob_size: int, learn: bool = False) -> Broker:
     b = Broker(tmp_path / "b.sock", BrokerConfig(
         budget=budget, slots=4, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
         history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", glob_size),),
-        lowmem_flags=("-g0", "-O1")))
+        lowmem_flags=("-g0", "-O1"), learn=learn))
     b.start()
     return b
 
@@ -62,6 +62,42 @@ def test_reserved_memory_limits_concurrency(tmp_path: Path) -> None:
     assert all(j["peak"] > 30 * 2**20 for j in jobs)  # the launcher measured the child
     history = json.loads((tmp_path / "history.json").read_text())["jobs"]
     assert len(history) == 5
+
+
+def _most_at_once(jobs: list[dict[str, object]]) -> int:
+    events = sorted([(float(str(j["started"])), 1) for j in jobs] +
+                    [(float(str(j["ended"])), -1) for j in jobs])
+    running = peak = 0
+    for _, d in events:
+        running += d
+        peak = max(peak, running)
+    return peak
+
+
+def test_a_cold_build_learns_from_the_first_jobs_of_a_glob(tmp_path: Path) -> None:
+    # the recipe says 400 MB per TU (460 MB reserved: 2 fit in 1 GB); the fake compilers
+    # measure ~50 MB, so once two have finished the rest are re-estimated from them
+    broker = _broker(tmp_path, budget=10**9, glob_size=400 * 10**6, learn=True)
+    try:
+        procs = []
+        for i in range(8):
+            procs.append(_launch(tmp_path, broker, f"t{i}.cpp"))
+            time.sleep(0.05)  # arrival order
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+    finally:
+        broker.stop()
+    jobs = broker.report()
+    sources = [str(j["source"]) for j in jobs]
+    assert sources[:2] == ["recipe", "recipe"]
+    learned = [j for j in jobs if str(j["source"]).startswith("learned:recipe:*.cpp")]
+    assert len(learned) >= 4
+    measured = {int(str(j["peak"])) for j in jobs}
+    for j in learned:  # a measured sibling's peak plus the learned margin
+        assert int(str(j["estimate"])) in measured
+        assert int(str(j["reserve"])) == int(int(str(j["estimate"])) * 1.10)
+    assert _most_at_once(jobs) > 2  # more than the recipe value allowed
 
 
 def test_oom_kill_is_retried_alone_with_lowmem_flags(tmp_path: Path) -> None:
