@@ -22,6 +22,8 @@ if [ -d .whl ]; then
 fi
 export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
 recipes=${GPU_PROOF_RECIPES:-llaisys gllm-kernels dashinfer}
+opts=()
+case " $recipes " in *" gllm-kernels "*) opts=(-o gllm-kernels:kernels_root=/tmp/gllm-kernels);; esac
 if [ -d .debs ] && [ "$(id -u)" = 0 ]; then
   missing=()
   installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
@@ -41,10 +43,10 @@ fi
 nvidia-smi -L
 python3 -m builder host 2>&1 | tee "$out/host.txt"
 # shellcheck disable=SC2086
-python3 -m builder plan $recipes --backend cuda --no-commands \
-  -o kernels_root=/tmp/gllm-kernels 2>&1 | tee "$out/plan.txt"
+python3 -m builder plan $recipes --backend cuda --no-commands "${opts[@]}" \
+  2>&1 | tee "$out/plan.txt"
 # shellcheck disable=SC2086
-python3 -m builder build $recipes --backend cuda -o kernels_root=/tmp/gllm-kernels \
+python3 -m builder build $recipes --backend cuda "${opts[@]}" \
   2>&1 | tee "$out/build.txt"
 rc=${PIPESTATUS[0]}
 for f in .builder/logs/*test*.log; do echo "===== $f"; cat "$f"; done > "$out/test-logs.txt"
