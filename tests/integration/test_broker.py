@@ -42,6 +42,16 @@ def _launch(tmp_path: Path, broker: Broker, name: str, *extra: str) -> subproces
                             stderr=subprocess.PIPE)
 
 
+def _most_at_once(jobs: list[dict[str, object]]) -> int:
+    events = sorted([(float(str(j["started"])), 1) for j in jobs] +
+                    [(float(str(j["ended"])), -1) for j in jobs])
+    running = peak = 0
+    for _, d in events:
+        running += d
+        peak = max(peak, running)
+    return peak
+
+
 def test_reserved_memory_limits_concurrency(tmp_path: Path) -> None:
     broker = _broker(tmp_path, budget=10**9, glob_size=400 * 10**6)  # reserve 460 MB each
     try:
@@ -53,25 +63,10 @@ def test_reserved_memory_limits_concurrency(tmp_path: Path) -> None:
         broker.stop()
     jobs = broker.report()
     assert len(jobs) == 5
-    events = sorted([(j["started"], 1) for j in jobs] + [(j["ended"], -1) for j in jobs])
-    running = peak = 0
-    for _, d in events:
-        running += d
-        peak = max(peak, running)
-    assert peak == 2  # 3 × 460 MB would pass the 1 GB budget
+    assert _most_at_once(jobs) == 2  # 3 × 460 MB would pass the 1 GB budget
     assert all(j["peak"] > 30 * 2**20 for j in jobs)  # the launcher measured the child
     history = json.loads((tmp_path / "history.json").read_text())["jobs"]
     assert len(history) == 5
-
-
-def _most_at_once(jobs: list[dict[str, object]]) -> int:
-    events = sorted([(float(str(j["started"])), 1) for j in jobs] +
-                    [(float(str(j["ended"])), -1) for j in jobs])
-    running = peak = 0
-    for _, d in events:
-        running += d
-        peak = max(peak, running)
-    return peak
 
 
 def test_a_cold_build_learns_from_the_first_jobs_of_a_glob(tmp_path: Path) -> None:
