@@ -92,9 +92,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="memory the build may use, e.g. 6GiB (default: available memory "
                              "or the cgroup limit, less a reserve)")
         sp.add_argument("--compiler-cache", choices=("none", "ccache", "sccache"),
-                        default=os.environ.get("BUILDER_COMPILER_CACHE", "none"),
+                        default=os.environ.get("BUILDER_COMPILER_CACHE", ""),
                         help="compile through a compiler cache (default: "
-                             "$BUILDER_COMPILER_CACHE or none)")
+                             "$BUILDER_COMPILER_CACHE, else the recipe's build.compiler_cache, "
+                             "else none)")
         sp.add_argument("--cache-remote", default="", metavar="URL",
                         help="remote storage for the compiler cache, e.g. "
                              "redis://127.0.0.1:6379")

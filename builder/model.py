@@ -203,6 +203,8 @@ class Recipe:
     build_types: tuple[str, ...] = ("release",)
     enabled_by: str = ""  # a bool option that switches the recipe on/off
     targets: tuple[str, ...] = ()
+    #: the default compiler cache; it changes how, not what, is built: not in the key
+    compiler_cache: str = field(default="", repr=False, compare=False)
     options: tuple[Option, ...] = ()
     backends: tuple[BackendSpec, ...] = ()
     flags: FlagLayers = FlagLayers()

@@ -64,7 +64,7 @@ class Request:
     jobs: int = 0  # 0: the host's CPUs
     run_tests: bool = True
     conan_remote: str = ""  # a configured Conan remote for `provider: remote` requirements
-    compiler_cache: str = "none"  # none | ccache | sccache
+    compiler_cache: str = ""  # none | ccache | sccache; "": the recipe's default, else none
     cache_remote: str = ""  # remote storage for the compiler cache, e.g. redis://127.0.0.1:6379
     remote: str = ""  # a Conan remote holding published variants (download, not build)
 
@@ -345,12 +345,13 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 raise UnsupportedError([Diagnostic(
                     Location(f"option {spec.archs_option}"), "", bad.reason,
                     bad.fix + "; or pass --skip-unsupported")])
-        if request.compiler_cache != "none" and recipe.build_system == "cmake":
-            cc = _tool_problem(request.compiler_cache, "", host)
+        compiler_cache = request.compiler_cache or recipe.compiler_cache or "none"
+        if compiler_cache != "none" and recipe.build_system == "cmake":
+            cc = _tool_problem(compiler_cache, "", host)
             if cc:
-                problems.append((f"--compiler-cache {request.compiler_cache}: {cc[0]}",
-                                 f"apt-get install {request.compiler_cache}, or drop "
-                                 "--compiler-cache"))
+                problems.append((f"compiler cache {compiler_cache}: {cc[0]}",
+                                 f"apt-get install {compiler_cache}, or pass "
+                                 "--compiler-cache none"))
         wanted_system = [p for sreq in recipe.requires.system for p in sreq.packages
                          if not sreq.when or options.get(sreq.when[len("${options."):-1])
                          is True]
@@ -463,7 +464,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              kernel_installs=dict(state.kernel_installs),
                              skipped_archs=tuple(skipped_archs), env=dict(request.env),
                              run_tests=request.run_tests, conan_remote=request.conan_remote,
-                             compiler_cache=request.compiler_cache,
+                             compiler_cache=compiler_cache,
                              cache_remote=request.cache_remote,
                              test_pythons=tuple(_pythons_for(recipe, request, host))
                              if not python else (python,), platform=platform)

@@ -549,6 +549,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         build_types=tuple(build.get("build_types", ("release",))),
         enabled_by=build.get("enabled_by", ""),
         targets=tuple(build.get("targets", ())),
+        compiler_cache=build.get("compiler_cache", ""),
         options=tuple(_option(k, v) for k, v in (data.get("options") or {}).items()),
         backends=tuple(m.BackendSpec(
             name=b, tools=tuple((spec.get("tools") or {}).items()),

@@ -214,3 +214,22 @@ def test_torch_cuda_build_without_a_cuda_toolkit(project: Path) -> None:
     assert v.status == SKIP
     assert "torch 2.11.0+cu130 for Python 3.12" in v.reason and "is a CUDA build" in v.reason
     assert "pip install torch==2.13.0" in v.fix
+
+
+def test_recipe_default_compiler_cache_and_its_override(project: Path) -> None:
+    recipe = project / "recipes" / "greet.yaml"
+    plain = plan_for(project, ["greet"], "linux-cuda13")
+    text = recipe.read_text()
+    assert "build:" not in text
+    recipe.write_text(text + "build:\n  compiler_cache: ccache\n")
+    cached = plan_for(project, ["greet"], "linux-cuda13")
+    off = plan_for(project, ["greet"], "linux-cuda13", compiler_cache="none")
+
+    def build_env(p: BuildPlan) -> dict[str, str]:
+        return dict(p.step(f"{p.variants[0].id}/build").env)
+
+    assert "CCACHE_DIR" in build_env(cached) and "CCACHE_DIR" not in build_env(off)
+    configure = " ".join(cached.step(f"{cached.variants[0].id}/configure").commands[0])
+    assert "builder.memory.launcher;" in configure and "ccache" in configure
+    # how it is compiled, not what: the variant key (and install folder) stay the same
+    assert plain.variants[0].key == cached.variants[0].key == off.variants[0].key
