@@ -36,6 +36,9 @@ class ToolInfo:
     path: str
     version: str
     archs: tuple[str, ...] = ()  # GPU archs the installed toolchain really supports
+    #: a C++ compiler with no shared libstdc++ next to it: it links a private static copy
+    #: into every shared library it builds
+    static_runtime: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,10 +244,12 @@ def _probe_tool(tool: str, cache: _ProbeCache,
     exe = _find_exe(tool, names)
     if exe is None:
         return None
-    key = cache.key("tool:" + tool, exe)
+    # (":rt": C++ compiler entries also say where the C++ runtime is; older ones re-probe)
+    key = cache.key("tool:" + tool + (":rt" if tool == "cxx" else ""), exe)
     hit = cache.get(key)
     if hit is not None:
-        return ToolInfo(tool, exe, hit["version"], tuple(hit.get("archs", ())))
+        return ToolInfo(tool, exe, hit["version"], tuple(hit.get("archs", ())),
+                        bool(hit.get("static_runtime", False)))
     rc, out = capture([exe, *args])
     if rc != 0:
         return None
@@ -259,8 +264,13 @@ def _probe_tool(tool: str, cache: _ProbeCache,
     else:
         version = _first_version(out)
         archs = ()
-    cache.put(key, {"version": version, "archs": list(archs)})
-    return ToolInfo(tool, exe, version, archs)
+    static = False
+    if tool == "cxx":  # where the shared C++ runtime is, as the linker will look for it
+        rc3, lib = capture([exe, "-print-file-name=libstdc++.so"])
+        static = rc3 == 0 and sys.platform.startswith("linux") and \
+            "clang" not in Path(exe).name and not os.path.isabs(lib.strip())
+    cache.put(key, {"version": version, "archs": list(archs), "static_runtime": static})
+    return ToolInfo(tool, exe, version, archs, static)
 
 
 _PY_PROBE = r"""

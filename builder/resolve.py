@@ -352,6 +352,15 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 problems.append((f"compiler cache {compiler_cache}: {cc[0]}",
                                  f"apt-get install {compiler_cache}, or pass "
                                  "--compiler-cache none"))
+        cxx = host.tool("cxx")
+        from_system = [c.name for c in recipe.requires.conan if c.provider == "system"]
+        if cxx is not None and cxx.static_runtime and recipe.build_system == "cmake" and \
+                from_system:
+            problems.append((
+                f"{cxx.path} has no shared libstdc++: it links a private copy into each shared "
+                f"library, while the system packages' C++ libraries ({', '.join(from_system)}) "
+                "use the system's libstdc++.so; two copies in one process crash (iostreams)",
+                "build with the distribution's compiler, e.g. CXX=/usr/bin/g++ CC=/usr/bin/gcc"))
         wanted_system = [p for sreq in recipe.requires.system for p in sreq.packages
                          if not sreq.when or options.get(sreq.when[len("${options."):-1])
                          is True]

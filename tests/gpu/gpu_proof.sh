@@ -40,6 +40,17 @@ if [ -d .debs ] && [ "$(id -u)" = 0 ]; then
     done
   fi
 fi
+# The GPU machine's default compiler (CXX=/opt/gcc/bin/g++) has no shared libstdc++, which
+# builder refuses for recipes with C++ libraries from the system (dashinfer: glog, protobuf);
+# its fix is the distribution's compiler.
+cxx=${CXX:-g++}
+case "$("$cxx" -print-file-name=libstdc++.so 2>/dev/null)" in
+  /*) ;;
+  *) if [ -x /usr/bin/g++ ]; then
+       echo "note: $cxx has no shared libstdc++; building with /usr/bin/g++"
+       export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
+     fi;;
+esac
 nvidia-smi -L
 python3 -m builder host 2>&1 | tee "$out/host.txt"
 # shellcheck disable=SC2086

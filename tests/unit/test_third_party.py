@@ -152,3 +152,35 @@ def test_a_version_range_takes_the_systems_version(project: Path) -> None:
     recipe.write_text(recipe.read_text().replace("gtest/[>=1.10 <2]", "gtest/[>=1.13]"))
     v = plan_for(project, ["greet"], "linux-cuda13").variants[0]
     assert v.status == SKIP and "the system has gtest 1.12.1" in v.reason
+
+
+def test_a_compiler_without_a_shared_libstdcxx_is_refused_for_system_cxx_deps(
+        project: Path) -> None:
+    """A gcc built without libstdc++.so (the GPU machine's /opt/gcc) links a private copy
+    into each shared library; with glog/protobuf from the system that crashed in glog."""
+    from dataclasses import replace
+
+    from builder.recipes import RecipeSet
+    from builder.resolve import Request, resolve
+    from builder.state import read_state
+    from builder.workspace import Workspace
+    from tests.conftest import host
+
+    facts = host("linux-cuda13")
+    static = replace(facts, tools=tuple(replace(t, static_runtime=True) if t.name == "cxx"
+                                        else t for t in facts.tools))
+    ws = Workspace.at(project)
+
+    def greet(h):  # type: ignore[no-untyped-def]
+        rs = RecipeSet.load(ws.recipes_dir)
+        roots = rs.select(["greet"], ws.recipes_dir)
+        return resolve(roots, rs, Request(env=(("HOME", "/h"),)), h,
+                       read_state(ws, rs.closure(roots)), ws).variants[0]
+
+    # without C++ libraries from the system the static runtime is no hazard
+    assert greet(static).status == BUILD
+    _with(project, "greet", "requires:\n  conan: [glog/0.6.0, protobuf/3.21.12]\n")
+    assert greet(facts).status == BUILD
+    v = greet(static)
+    assert v.status == SKIP and "has no shared libstdc++" in v.reason
+    assert "glog, protobuf" in v.reason and "CXX=/usr/bin/g++" in v.fix
