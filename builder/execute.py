@@ -329,15 +329,8 @@ class Executor:
             raise DownloadFailed(step.id, failed.log_path, f"remote '{name}' {why}; {fix}",
                                  key, tail=failed.tail) from None
 
-        def run(argv: Any) -> str:
-            res = self.runner.run(list(argv), cwd=self.ws.state, env_changes=dict(step.env),
-                                  log_path=log.with_suffix(".check.log"), timeout=600)
-            if res.interrupted:
-                raise Interrupted(f"interrupted during {step.id}")
-            if res.returncode != 0:
-                raise StepFailed(step.id, list(argv), res.returncode,
-                                 str(log.with_suffix(".check.log")), res.tail)
-            return "\n".join(res.tail)
+        run = rm.checked(self.runner, step.id, self.ws.state, dict(step.env),
+                         log.with_suffix(".check.log"), 600)
 
         refs = json.loads(step.param("refs"))
         out_file = self.ws.state / f".download.tmp{os.getpid()}.json"

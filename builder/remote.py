@@ -235,6 +235,23 @@ class Located:
 Run = Callable[[Sequence[str]], str]  # runs a command, returns its output; raises on failure
 
 
+def checked(runner: Any, step_id: str, cwd: Path, env: dict[str, str], log: Path,
+            timeout: int) -> Run:
+    """A :data:`Run` over builder's runner: output into ``log``; a non-zero exit raises
+    :class:`StepFailed`, an interruption :class:`Interrupted`."""
+    from .errors import Interrupted, StepFailed
+
+    def run(argv: Sequence[str]) -> str:
+        res = runner.run(list(argv), cwd=cwd, env_changes=env, log_path=log, timeout=timeout)
+        if res.interrupted:
+            raise Interrupted(f"interrupted during {step_id}")
+        if res.returncode != 0:
+            raise StepFailed(step_id, list(argv), res.returncode, str(log), res.tail)
+        return "\n".join(res.tail)
+
+    return run
+
+
 def locate(run: Run, conan: str, ref: str, key: str, out_file: Path) -> Located | None:
     """The local Conan cache's package of ``ref`` with variant key ``key``."""
     out_file.unlink(missing_ok=True)
@@ -357,14 +374,7 @@ def publish(plan: Any, ws: Workspace, remote: str, conan: str, runner: Any,
             continue
         log = ws.logs / f"publish_{v.id.replace('/', '_')}.log"
 
-        def run(argv: Sequence[str], log: Path = log, vid: str = v.id) -> str:
-            res = runner.run(list(argv), cwd=ws.state, env_changes=env, log_path=log,
-                             timeout=1800)
-            if res.returncode != 0:
-                raise StepFailed(f"{vid}/publish", list(argv), res.returncode, str(log),
-                                 res.tail)
-            return "\n".join(res.tail)
-
+        run = checked(runner, f"{v.id}/publish", ws.state, env, log, 1800)
         steps = plan.steps_of(v.id)
         cmake = any(s.kind == "export" for s in steps)
         wheels = [s.outputs[0] for s in steps if s.kind == "wheel" and s.outputs and

@@ -42,6 +42,20 @@ def _launch(tmp_path: Path, broker: Broker, name: str, *extra: str) -> subproces
                             stderr=subprocess.PIPE)
 
 
+def _run_all(tmp_path: Path, broker: Broker, names: list[str], stagger: float = 0.0) -> None:
+    """Launch one fake compile per name (``stagger`` seconds apart), wait for all."""
+    try:
+        procs = []
+        for name in names:
+            procs.append(_launch(tmp_path, broker, name))
+            time.sleep(stagger)
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+    finally:
+        broker.stop()
+
+
 def _most_at_once(jobs: list[dict[str, object]]) -> int:
     events = sorted([(float(str(j["started"])), 1) for j in jobs] +
                     [(float(str(j["ended"])), -1) for j in jobs])
@@ -54,13 +68,7 @@ def _most_at_once(jobs: list[dict[str, object]]) -> int:
 
 def test_reserved_memory_limits_concurrency(tmp_path: Path) -> None:
     broker = _broker(tmp_path, budget=10**9, glob_size=400 * 10**6)  # reserve 460 MB each
-    try:
-        procs = [_launch(tmp_path, broker, f"t{i}.cpp") for i in range(5)]
-        for p in procs:
-            _, err = p.communicate(timeout=60)
-            assert p.returncode == 0, err
-    finally:
-        broker.stop()
+    _run_all(tmp_path, broker, [f"t{i}.cpp" for i in range(5)])
     jobs = broker.report()
     assert len(jobs) == 5
     assert _most_at_once(jobs) == 2  # 3 × 460 MB would pass the 1 GB budget
@@ -73,16 +81,7 @@ def test_a_cold_build_learns_from_the_first_jobs_of_a_glob(tmp_path: Path) -> No
     # the recipe says 400 MB per TU (460 MB reserved: 2 fit in 1 GB); the fake compilers
     # measure ~50 MB, so once two have finished the rest are re-estimated from them
     broker = _broker(tmp_path, budget=10**9, glob_size=400 * 10**6, learn=True)
-    try:
-        procs = []
-        for i in range(8):
-            procs.append(_launch(tmp_path, broker, f"t{i}.cpp"))
-            time.sleep(0.05)  # arrival order
-        for p in procs:
-            _, err = p.communicate(timeout=60)
-            assert p.returncode == 0, err
-    finally:
-        broker.stop()
+    _run_all(tmp_path, broker, [f"t{i}.cpp" for i in range(8)], stagger=0.05)  # arrival order
     jobs = broker.report()
     sources = [str(j["source"]) for j in jobs]
     assert sources[:2] == ["recipe", "recipe"]
