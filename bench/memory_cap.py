@@ -3,7 +3,8 @@
 Runs the libamm recipe's clean build inside a memory cgroup capped at ``--cap``:
 (a) `cmake --build -j<cores>`, (b) `-j1`, (c) every other fixed `-jN`, (d) builder
 cold (empty build history) and then with history.  Prints OOM kills, the build
-step's wall time and the ratio of (d) to the best fixed `-jN` that had no OOM kill.
+step's wall time, the cap's peak usage (page cache included, which the kernel reclaims
+before it kills) and the ratio of (d) to the best fixed `-jN` that had no OOM kill.
 
 Targets: builder has 0 OOM kills in every run; with history its wall time is
 ≤ 1.05× the best safe fixed -jN, cold ≤ 1.15×; at a cap where -j<cores> OOMs it is
@@ -44,7 +45,8 @@ def can_cgroup() -> str:
 
 
 def capped(cap: int, name: str, argv: list[str], log: Path) -> tuple[int, int, float, str]:
-    """Run argv in a capped cgroup; (exit code, OOM kills, seconds, output)."""
+    """Run argv in a capped cgroup; (exit code, OOM kills, seconds, output).  The
+    output ends with the cgroup's peak usage (page cache included) — :func:`cgroup_peak`."""
     t = time.perf_counter()
     proc = subprocess.run([PY, "-m", "builder.memory.cgroup", "--limit", str(cap), "--name",
                            name, "--", *argv], capture_output=True, text=True,
@@ -58,6 +60,14 @@ def capped(cap: int, name: str, argv: list[str], log: Path) -> tuple[int, int, f
     return proc.returncode, kills, secs, out
 
 
+def cgroup_peak(out: str) -> int:
+    """MiB: the last cgroup peak usage the helper reported in ``out``.  (builder's own
+    cgroup for the build is not always inside the bench's: on cgroup v2 it goes next to
+    it, capped at builder's budget, which is below the bench's cap.)"""
+    found = re.findall(r"cgroup peak (\d+) MiB", out)
+    return int(found[-1]) if found else 0
+
+
 def fixed(cap: int, jobs: int, work: Path, torch_cmake: str) -> dict[str, object]:
     build = work / f"build-j{jobs}"
     shutil.rmtree(build, ignore_errors=True)
@@ -65,9 +75,10 @@ def fixed(cap: int, jobs: int, work: Path, torch_cmake: str) -> dict[str, object
                     "Ninja", "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PREFIX_PATH={torch_cmake}",
                     f"-DPython_EXECUTABLE={PY}", "-DCMAKE_CXX_FLAGS=-O2 -g0"],
                    check=True, capture_output=True)
-    rc, kills, secs, _ = capped(cap, f"bench-j{jobs}", ["cmake", "--build", str(build), "-j",
-                                                        str(jobs)], work / f"j{jobs}.log")
-    return {"run": f"fixed -j{jobs}", "ok": rc == 0, "oom": kills, "seconds": secs}
+    rc, kills, secs, out = capped(cap, f"bench-j{jobs}", ["cmake", "--build", str(build), "-j",
+                                                          str(jobs)], work / f"j{jobs}.log")
+    return {"run": f"fixed -j{jobs}", "ok": rc == 0, "oom": kills, "seconds": secs,
+            "peak": cgroup_peak(out)}
 
 
 def with_builder(cap: int, state: Path, label: str, work: Path) -> dict[str, object]:
@@ -78,15 +89,17 @@ def with_builder(cap: int, state: Path, label: str, work: Path) -> dict[str, obj
         "--no-tests"], work / f"builder-{label}.log")
     m = re.search(r"done +libamm/\S+/build \(([\d.]+)s\)", out)
     build_secs = float(m.group(1)) if m else secs
-    nested = sum(int(k) for k in re.findall(r"OOM kills: (\d+)", "".join(
-        p.read_text() for p in state.glob("logs/libamm_*_build.log"))))
+    logs = "".join(p.read_text() for p in state.glob("logs/libamm_*_build.log"))
+    nested = sum(int(k) for k in re.findall(r"OOM kills: (\d+)", logs))
     jobs = _jobs(state)
     retried = sum(1 for j in jobs if j.get("retry"))
     paused = sum(int(str(j.get("pauses", 0))) for j in jobs)
     timed = sum(1 for j in jobs if float(str(j.get("model_cpu", 0) or 0)) > 0)
+    curved = sum(1 for j in jobs if j.get("model_curve"))
     return {"run": f"builder ({label})", "ok": rc == 0, "oom": kills + nested,
-            "seconds": build_secs, "retries": retried, "pauses": paused,
-            "most": _most_at_once(jobs), "timed": f"{timed}/{len(jobs)}"}
+            "seconds": build_secs, "peak": max(cgroup_peak(out), cgroup_peak(logs)), "retries": retried, "pauses": paused,
+            "most": _most_at_once(jobs), "timed": f"{timed}/{len(jobs)}",
+            "curved": curved}
 
 
 def _most_at_once(jobs: list[dict[str, object]]) -> int:
@@ -145,7 +158,8 @@ def main() -> int:
             dest = args.copy_reports / label
             dest.mkdir(parents=True, exist_ok=True)
             for f in [*state.glob("reports/libamm_*build.jobs.json"),
-                      *state.glob("build/libamm/*/cmake/.ninja_log")]:
+                      *state.glob("build/libamm/*/cmake/.ninja_log"),
+                      *state.glob("memory-history.json")]:
                 shutil.copy(f, dest / f.name)
 
     rows.append(with_builder(cap, state, "cold", work))
@@ -159,12 +173,13 @@ def main() -> int:
         for build in work.glob("build-j*"):
             if (build / ".ninja_log").is_file():
                 shutil.copy(build / ".ninja_log", args.copy_reports / f"{build.name}.ninja_log")
-    print(f"{'run':22} {'ok':>4} {'OOM kills':>10} {'build s':>9}")
+    print(f"{'run':22} {'ok':>4} {'OOM kills':>10} {'build s':>9} {'peak MiB':>9}")
     for r in rows:
         print(f"{r['run']:22} {'yes' if r['ok'] else 'NO':>4} {r['oom']:>10} "
-              f"{r['seconds']:>9.1f}" + (
+              f"{r['seconds']:>9.1f} {r['peak']:>9}" + (
                   f"  (retried jobs: {r['retries']}, paused: {r['pauses']}, most at once: "
-                  f"{r['most']}, time model: {r['timed']} jobs)" if "retries" in r else ""))
+                  f"{r['most']}, time model: {r['timed']} jobs, {r['curved']} by their "
+                  "curve)" if "retries" in r else ""))
     safe = [r for r in rows if str(r["run"]).startswith("fixed") and r["ok"] and r["oom"] == 0]
     best = min(safe, key=lambda r: float(r["seconds"])) if safe else None
     j1 = next((r for r in rows if r["run"] == "fixed -j1"), None)

@@ -82,8 +82,8 @@ class State:
     #: source root → its translation units (path relative to the root, includes seen)
     compile_units: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
     wheels: frozenset[str] = frozenset()  # wheel files already built
-    #: absolute source file → (measured peak bytes, seconds) from the build history
-    measured: tuple[tuple[str, int, float], ...] = ()
+    #: absolute source file → (measured peak bytes, seconds, memory curve) from the history
+    measured: tuple[tuple[str, int, float, tuple[float, ...]], ...] = ()
     remote_keys: frozenset[str] = frozenset()  # variant keys published on Request.remote
     notes: tuple[str, ...] = field(default=())
 
@@ -92,7 +92,7 @@ def memory_budget(host: HostFacts, request: Request) -> int:
     if request.memory_budget:
         return request.memory_budget
     usable = host.memory.usable()
-    return max(usable - max(MIN_RESERVE, usable // 20), 0)
+    return max(usable - max(MIN_RESERVE, usable * 3 // 100), 0)
 
 
 def _bool(text: str) -> bool | None:
@@ -469,7 +469,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              file_digests=file_digests,
                              kernel_artifacts=state.kernel_artifacts, fetched=state.fetched,
                              budget=budget, units=units_by_root, wheels=state.wheels,
-                             measured={f: (p, t) for f, p, t in state.measured},
+                             measured={f: (p, t, c) for f, p, t, c in state.measured},
                              kernel_installs=dict(state.kernel_installs),
                              skipped_archs=tuple(skipped_archs), env=dict(request.env),
                              run_tests=request.run_tests, conan_remote=request.conan_remote,

@@ -135,7 +135,8 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
             root = Path(r.sources[0].location) / r.sources[0].subdir
             if str(root) not in units:
                 units[str(root)] = compile_units(root)
-    measured = tuple(sorted((f, int(rec["peak"]), float(rec.get("seconds", 0.0)))
+    measured = tuple(sorted((f, int(rec["peak"]), float(rec.get("seconds", 0.0)),
+                             tuple(float(x) for x in rec.get("curve", ())))
                             for f, rec in History(ws.state / "memory-history.json")
                             .by_file.items() if f and rec.get("peak")))
     wheels = frozenset(str(p) for p in (ws.state / "wheels").glob("*/*/*.whl")) \

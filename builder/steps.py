@@ -54,7 +54,7 @@ class VariantContext:
     wheels: frozenset[str]
     budget: int
     units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]]
-    measured: dict[str, tuple[int, float]]
+    measured: dict[str, tuple[int, float, tuple[float, ...]]]
     skipped_archs: tuple[tuple[str, str, str], ...]
     env: dict[str, str]
     test_pythons: tuple[str, ...]
@@ -423,9 +423,9 @@ def memory_prediction(ctx: VariantContext) -> dict[str, Any]:
         hist = ctx.measured.get(str(Path(root) / rel))
         est = estimate(rel, includes, recipe_default=ctx.recipe.memory.default,
                        recipe_globs=ctx.recipe.memory.per_file,
-                       history_file={"peak": hist[0], "seconds": hist[1], "cpu": hist[1]}
-                       if hist else None)
-        jobs.append((rel, est.reserve, est.seconds, est.cpu))
+                       history_file={"peak": hist[0], "seconds": hist[1], "cpu": hist[1],
+                                     "curve": hist[2]} if hist else None)
+        jobs.append((rel, est.reserve, est.seconds, est.cpu, est.curve))
         heavy.append((est.peak, rel, est.source))
     pred = simulate(jobs, ctx.budget, ctx.jobs)
     heavy.sort(reverse=True)

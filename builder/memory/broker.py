@@ -25,7 +25,7 @@ from typing import Any
 
 from .estimate import Estimate, estimate, learned, ramp_model, scan_includes
 from .history import History, flags_hash, job_key
-from .policy import Job, Model, Running, admit, envelope, guard
+from .policy import Job, Model, Running, admit, ahead_of, envelope, guard, sped_up
 
 #: compiler caches that may be chained after the launcher: a hit runs no compiler, so its
 #: measurement says nothing about the compile (sccache compiles in its server, out of sight)
@@ -54,9 +54,36 @@ class JobRecord:
     retry: bool = False
     cpu: float = 0.0  # measured CPU seconds of the compile
     model_cpu: float = 0.0  # the CPU seconds the time model used (0: peak reserved)
+    model_curve: bool = False  # the time model used the job's measured memory curve
     paused: float = 0.0  # seconds it was stopped by the guard
     pauses: int = 0
     group: str = ""  # estimate group (recipe glob, umbrella header) when not measured
+    family: str = ""  # the umbrella header's group, which learns from every job
+
+
+def upper(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, ...]:
+    """The pointwise larger of two memory curves (one if the other is missing)."""
+    if not a or not b or len(a) != len(b):
+        return a or b
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What the jobs of one estimate group measured so far in this build: the largest
+    peak, the smallest CPU time (a faster job peaks sooner), the pointwise highest
+    curve, how many jobs, and the largest CPU time (when the next one may end)."""
+
+    peak: int = 0
+    cpu: float = 0.0
+    curve: tuple[float, ...] = ()
+    count: int = 0
+    slowest: float = 0.0
+
+    def add(self, peak: int, cpu: float, curve: tuple[float, ...]) -> Learned:
+        return Learned(max(self.peak, peak), min(self.cpu, cpu) if self.cpu else cpu,
+                       upper(self.curve, curve) if self.count else curve, self.count + 1,
+                       max(self.slowest, cpu))
 
 
 @dataclass
@@ -67,6 +94,8 @@ class Live:
     seconds: float  # the time model's CPU seconds (0: unknown)
     threads: int
     started: float  # broker clock
+    curve: tuple[float, ...] = ()  # its measured memory curve (the time model's bound)
+    span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
     cpu: float | None = None  # last reported CPU seconds …
     cpu_active: float = 0.0  # … and the job's active time when it was reported
     rss: int = 0
@@ -89,7 +118,8 @@ class Live:
         if self.cpu is not None:
             cpu = self.cpu + max(0.0, active - self.cpu_active) * max(self.threads, 1)
         return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
-                       self.rss, self.paused)
+                       self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
+                       span=self.span)
 
     def command(self, op: str) -> None:
         """Send ``pause``/``resume`` (after the grant; a lost connection is the
@@ -133,9 +163,11 @@ class Broker:
         self.wall0 = time.time()  # to place the jobs on the build's timeline
         self._n = 0
         self._shares: list[tuple[float, float]] = []  # (CPU, active seconds) of recent jobs
-        #: estimate group → (largest peak, smallest CPU seconds) measured in this build
-        self.learned: dict[str, tuple[int, float]] = {}
+        #: estimate group → what its jobs measured in this build (:class:`Learned`)
+        self.learned: dict[str, Learned] = {}
         self._estimates: dict[str, Estimate] = {}  # waiting job id → its first estimate
+        #: most any job went faster than its measured curve in this build (policy.ahead_of)
+        self.speed = 1.0
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._ticker: threading.Thread | None = None
@@ -191,7 +223,8 @@ class Broker:
 
     # -- one job --------------------------------------------------------------------
 
-    def _estimate(self, msg: dict[str, Any]) -> tuple[JobRecord, str, str, float, int, bool]:
+    def _estimate(self, msg: dict[str, Any]
+                  ) -> tuple[JobRecord, str, str, float, int, bool, tuple[float, ...]]:
         file = str(msg.get("file", ""))
         argv = [str(a) for a in msg.get("argv", [])]
         root = Path(self.cfg.source_root)
@@ -212,16 +245,18 @@ class Broker:
         # only this very compile's measured CPU time drives the time model: other flags,
         # recipe values and priors say nothing reliable about its speed
         cpu = est.cpu if est.source == "history" and self.cfg.time_model else 0.0
+        curve = est.curve if cpu else ()
         with self.cond:
             self._n += 1
             n = self._n
         rec = JobRecord(f"{n}:{rel}", rel, est.peak, est.reserve, est.source,
                         self.now(), retry=bool(msg.get("retry")), model_cpu=cpu,
+                        model_curve=bool(curve), family=est.family,
                         group="" if est.source.startswith("history") else est.group)
         if rec.group:
             self._estimates[rec.id] = est
         cached = bool(argv) and Path(argv[0]).name in CACHES
-        return rec, key, file, cpu, max(threads, 1), cached
+        return rec, key, file, cpu, max(threads, 1), cached, curve
 
     def _share(self) -> float:
         """CPU share per thread of the jobs that ended last: a new job's expected speed
@@ -238,8 +273,10 @@ class Broker:
         whatever the policy admits."""
         now = self.now()
         view = {i: live.view(now) for i, live in self.running.items()}
+        self.speed = max([self.speed, *(ahead_of(r) for r in view.values())])
+        model = sped_up(self.model, self.speed)
         if self.cfg.pause and view:
-            paused = guard(view, self.cfg.budget, now, self.model, self._overhead())
+            paused = guard(view, self.cfg.budget, now, model, self._overhead())
             for i, live in self.running.items():
                 if i in paused and not live.paused:
                     live.paused, live.paused_at = True, now
@@ -253,28 +290,36 @@ class Broker:
         if self.cfg.learn:
             self._learn()
         for g in admit(self.waiting, view, self.cfg.budget, self.cfg.slots,
-                       frozenset(self.exclusive), now, self.model, self._overhead()):
+                       frozenset(self.exclusive), now, model, self._overhead()):
             self.waiting.remove(g.job)
             rec = next(r for r in reversed(self.records) if r.id == g.job.id)
-            self.running[g.job.id] = Live(rec, g.job.seconds, g.job.threads, now)
+            self.running[g.job.id] = Live(rec, g.job.seconds, g.job.threads, now,
+                                          g.job.curve, g.job.span)
             self.grants[g.job.id] = (g.alone, g.lowmem)
         self.cond.notify_all()
 
     def _learn(self) -> None:
-        """Re-estimate waiting jobs whose group measured a job in this build (a cold
-        build's first TU of a glob tells what its siblings will need)."""
+        """Re-estimate waiting jobs whose group — or, until then, whose umbrella header's
+        family — measured a job in this build (a cold build's first TU of a glob tells
+        what its siblings will need)."""
         for i, job in enumerate(self.waiting):
             est = self._estimates.get(job.id)
-            got = self.learned.get(est.group) if est is not None else None
-            if est is None or got is None:
+            if est is None:
                 continue
-            new = learned(est, *got)
+            via = est.group if est.group in self.learned else est.family
+            got = self.learned.get(via) if via else None
+            if got is None:
+                continue
+            new = learned(est, got.peak, got.cpu, got.curve, got.count, got.slowest, via)
             rec = next(r for r in reversed(self.records) if r.id == job.id)
-            if rec.retry or (rec.source == new.source and rec.reserve == new.reserve):
+            cpu = new.cpu if self.cfg.time_model else 0.0
+            curve, span = (new.curve, new.span) if cpu else ((), 0.0)
+            again = replace(job, estimate=new.reserve, seconds=cpu, curve=curve, span=span)
+            if rec.retry or again == job:
                 continue
             rec.estimate, rec.reserve, rec.source = new.peak, new.reserve, new.source
-            rec.model_cpu = new.cpu if self.cfg.time_model else 0.0
-            self.waiting[i] = replace(job, estimate=new.reserve, seconds=rec.model_cpu)
+            rec.model_cpu, rec.model_curve = cpu, bool(curve)
+            self.waiting[i] = again
 
     def _serve(self, conn: socket.socket) -> None:
         rec: JobRecord | None = None
@@ -284,9 +329,9 @@ class Broker:
                 msg = json.loads(line) if line else {}
                 if msg.get("op") != "acquire":
                     return
-                rec, key, file, cpu, threads, cached = self._estimate(msg)
+                rec, key, file, cpu, threads, cached, curve = self._estimate(msg)
                 with self.cond:
-                    job = Job(rec.id, rec.reserve, self._n, cpu, threads, self._share())
+                    job = Job(rec.id, rec.reserve, self._n, cpu, threads, self._share(), curve)
                     self.records.append(rec)
                     if rec.retry:
                         self.exclusive.add(rec.id)
@@ -321,16 +366,18 @@ class Broker:
                 rec.oom = bool(result.get("oom"))
                 rec.cpu = float(result.get("cpu", 0.0))
                 rec.paused = float(result.get("paused", 0.0))
+                measured = tuple(float(x) for x in result.get("curve", ()))
                 # a cache hit (no compiler process under the cache) measured nothing
                 hit = cached and int(result.get("procs", 2)) <= 1
                 if rec.peak and rec.rc == 0 and not hit:
                     with self.cond:
-                        if rec.group and not (rec.lowmem or rec.alone or rec.retry):
-                            top, fast = self.learned.get(rec.group, (0, 0.0))
-                            self.learned[rec.group] = (max(top, rec.peak), min(
-                                fast, rec.cpu) if fast else rec.cpu)
+                        if not (rec.lowmem or rec.alone or rec.retry):
+                            for g in {rec.group, rec.family} - {""}:
+                                got = self.learned.get(g, Learned())
+                                self.learned[g] = got.add(rec.peak, rec.cpu, measured)
                         self.history.record(key, file, rec.peak,
-                                            float(result.get("seconds", 0.0)), cpu=rec.cpu)
+                                            float(result.get("seconds", 0.0)), cpu=rec.cpu,
+                                            curve=measured)
                         active = float(result.get("seconds", 0.0)) - rec.paused
                         if rec.cpu > 0.5 and active > 0:
                             self._shares = [*self._shares[-7:], (rec.cpu / threads, active)]
@@ -355,7 +402,8 @@ class Broker:
         time model, the bound the policy allows each now)."""
         with self.cond:
             now = self.now()
-            bounds = {i: int(envelope(live.view(now), now, self.model).ahead(now))
+            model = sped_up(self.model, self.speed)
+            bounds = {i: int(envelope(live.view(now), now, model).ahead(now))
                       for i, live in self.running.items()}
             running = [(r, self.running[r.id]) for r in self.records
                        if r.started and not r.ended and r.id in self.running]

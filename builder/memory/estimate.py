@@ -40,6 +40,14 @@ class Estimate:
     #: jobs of one kind (a recipe glob, an umbrella header): what one of them measured in
     #: this build predicts the others better than the recipe value or the prior ("": none)
     group: str = ""
+    #: its measured memory curve (``policy.curve_at``), with ``cpu`` only; (): none
+    curve: tuple[float, ...] = ()
+    #: the umbrella header's group (``prior:<header>:<kind>:<threads>``; "": none): when
+    #: no job of its own group was measured yet, one with the same header predicts it
+    family: str = ""
+    #: CPU seconds that predict its end, when longer than ``cpu`` (which predicts how
+    #: fast its memory may rise); 0: ``cpu``
+    span: float = 0.0
 
 
 @cache
@@ -63,6 +71,15 @@ def _history_reserve(rec: dict[str, Any], margins: dict[str, Any]) -> tuple[int,
         top = max(peak, prev)
         return top, int(top * float(margins.get("history_repeat", margins["history"])))
     return peak, int(peak * float(margins["history"]))
+
+
+def _curve(rec: dict[str, Any]) -> tuple[float, ...]:
+    """The higher of the last two measured memory curves of a history record."""
+    last = tuple(float(x) for x in rec.get("curve", ()))
+    prev = tuple(float(x) for x in rec.get("prev_curve", ()))
+    if last and prev and len(last) == len(prev):
+        return tuple(max(a, b) for a, b in zip(last, prev, strict=True))
+    return last
 
 
 def scan_includes(path: Path, roots: tuple[Path, ...] = (), depth: int = 3) -> tuple[str, ...]:
@@ -118,34 +135,44 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
     # the time model's curve was measured for host compilers: nvcc/hipcc run several
     # programs one after the other (cicc per arch, ptxas), whose peaks may come early
     timed = not rel_file.endswith(DEVICE_SUFFIXES)
+    kind = "device" if rel_file.endswith(DEVICE_SUFFIXES) else "host"
+    family = f"{base.source}:{kind}:{nvcc_threads}" if base.source.startswith("prior:") else ""
     if history:
         peak, reserve = _history_reserve(history, margins)
+        cpu = float(history.get("cpu", 0.0)) if timed else 0.0
+        curve = _curve(history) if cpu else ()
         return Estimate(peak, float(history.get("seconds", base.seconds)), "history",
-                        reserve, float(history.get("cpu", 0.0)) if timed else 0.0)
+                        reserve, cpu, curve=curve, family=family)
     if history_file:
         # another flag set's measurement (or, in ``builder plan``, the file's last one)
         peak = int(history_file["peak"])
+        cpu = float(history_file.get("cpu", 0.0)) if timed else 0.0
         return Estimate(peak, float(history_file.get("seconds", base.seconds)), "history-file",
-                        int(peak * float(margins["recipe"])),
-                        float(history_file.get("cpu", 0.0)) if timed else 0.0)
-    kind = "device" if rel_file.endswith(DEVICE_SUFFIXES) else "host"
+                        int(peak * float(margins["recipe"])), cpu,
+                        curve=_curve(history_file) if cpu else (), family=family)
     for glob, size in recipe_globs:
         if fnmatch.fnmatch(rel_file, glob):
             return Estimate(size, base.seconds, "recipe", int(size * float(margins["recipe"])),
-                            group=f"recipe:{glob}:{kind}")
+                            group=f"recipe:{glob}:{kind}", family=family)
     if recipe_default and base.source == "default":
         return Estimate(recipe_default, base.seconds, "recipe",
                         int(recipe_default * float(margins["recipe"])),
                         group=f"recipe-default:{kind}")
-    return replace(base, group=f"{base.source}:{kind}:{nvcc_threads}")
+    return replace(base, group=f"{base.source}:{kind}:{nvcc_threads}", family=family)
 
 
-def learned(est: Estimate, peak: int, cpu: float) -> Estimate:
-    """The estimate of a job not measured before, from the largest peak (and the smallest
-    CPU time: a faster job peaks sooner, which the time model must not underrate) that jobs
-    of its group measured earlier in this build."""
+def learned(est: Estimate, peak: int, cpu: float, curve: tuple[float, ...] = (),
+            count: int = 1, slowest: float = 0.0, via: str = "") -> Estimate:
+    """The estimate of a job not measured before, from what ``count`` jobs of its group
+    (or, ``via`` its umbrella header's family, when none of its group was measured yet)
+    measured earlier in this build: the largest peak, the smallest CPU time (a faster job
+    peaks sooner, which the time model must not underrate), the pointwise highest memory
+    curve, and the largest CPU time to predict its end.  The margin is smaller once two
+    or more agree."""
     margins = _priors()["margin"]
     timed = cpu * float(margins.get("learned_cpu", 0.85))
-    return Estimate(peak, est.seconds, f"learned:{est.group}",
-                    int(peak * float(margins.get("learned", 1.10))),
-                    timed if timed > 0.5 else 0.0, est.group)
+    margin = float(margins.get("learned" if count < 2 else "learned_again", 1.10))
+    ok = timed > 0.5
+    return Estimate(peak, est.seconds, f"learned:{via or est.group}", int(peak * margin),
+                    timed if ok else 0.0, est.group, curve if ok else (), est.family,
+                    max(slowest, timed) if ok else 0.0)

@@ -2,7 +2,8 @@
 
 Keyed by (source file, flags hash, compiler); a second index by file alone lets a
 flag change still start from the file's last measurement.  Each record holds the
-peak (process-tree RSS), wall and CPU seconds (CPU time is the time model's clock,
+peak (anonymous RSS of the process tree), its memory curve (``launcher.curve_of``),
+wall and CPU seconds (CPU time is the time model's clock,
 see ``policy.py``: a loaded machine stretches wall time, not work) and how many
 successive measurements there were, with the previous peak.
 """
@@ -56,10 +57,11 @@ class History:
         return self.by_file.get(file)
 
     def record(self, key: str, file: str, peak: int, seconds: float, oom: bool = False,
-               cpu: float = 0.0) -> None:
-        """One compile's measurement: its peak, wall and CPU seconds.  ``runs`` counts
-        successive measurements of the same job and ``prev_peak`` keeps the one before,
-        so that a peak seen twice alike can get a smaller margin (``estimate.py``)."""
+               cpu: float = 0.0, curve: tuple[float, ...] = ()) -> None:
+        """One compile's measurement: its peak, wall and CPU seconds and memory curve.
+        ``runs`` counts successive measurements of the same job and ``prev_peak`` and
+        ``prev_curve`` keep the one before, so that a peak seen twice alike can get a
+        smaller margin and the curve used is the higher of the two (``estimate.py``)."""
         prev = self.jobs.get(key) or {}
         runs = 1
         if prev and not prev.get("oom") and not oom and prev.get("peak"):
@@ -68,8 +70,12 @@ class History:
                                "oom": oom, "when": time.time(), "runs": runs}
         if cpu > 0:
             rec["cpu"] = round(cpu, 3)
+        if curve:
+            rec["curve"] = list(curve)
         if runs > 1:
             rec["prev_peak"] = int(prev["peak"])
+            if prev.get("curve"):
+                rec["prev_curve"] = list(prev["curve"])
         self.jobs[key] = rec
         self.by_file[file] = rec
 

@@ -1,16 +1,16 @@
 """Compiler launcher: ``CMAKE_<LANG>_COMPILER_LAUNCHER=python;-m;builder.memory.launcher``.
 
 Before exec'ing the compiler it asks the build's broker (``$BUILDER_BROKER``) for
-memory, then runs the compiler, measuring the peak RSS and the CPU time of its whole
-process tree (nvcc and g++ spawn cicc/cc1plus: ``ru_maxrss`` of the driver sees none
-of it).  While the compiler runs it reports its CPU seconds and RSS to the broker
-(the time model's progress signal, ``policy.py``) and obeys the broker's ``pause``
-and ``resume`` (SIGSTOP/SIGCONT to the whole tree: a stopped compiler keeps its
-memory but stops growing); whatever happens, it never leaves the tree stopped.
-An out-of-memory kill — signal 9, or g++'s "Killed signal terminated program
-cc1plus" with exit status 1 — is retried once, alone, with the recipe's
-low-memory flags.  Without a broker (e.g. ``ninja`` run by hand) it just runs
-the compiler.
+memory, then runs the compiler, measuring the peak anonymous RSS, the memory curve
+and the CPU time of its whole process tree (nvcc and g++ spawn cicc/cc1plus:
+``ru_maxrss`` of the driver sees none of it).  While the compiler runs it reports
+its CPU seconds and RSS to the broker (the time model's progress signal,
+``policy.py``) and obeys the broker's ``pause`` and ``resume`` (SIGSTOP/SIGCONT to
+the whole tree: a stopped compiler keeps its memory but stops growing); whatever
+happens, it never leaves the tree stopped.  An out-of-memory kill — signal 9, or
+g++'s "Killed signal terminated program cc1plus" with exit status 1 — is retried
+once, alone, with the recipe's low-memory flags.  Without a broker (e.g. ``ninja``
+run by hand) it just runs the compiler.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import resource
 import select
@@ -44,6 +45,8 @@ def source_of(argv: list[str]) -> str | None:
 
 
 TICKS = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+CURVE_POINTS = 20
 
 
 def _table() -> dict[int, tuple[int, int]]:
@@ -83,24 +86,54 @@ def _tree(root: int, procs: dict[int, tuple[int, int]]) -> list[int]:
 
 
 def _rss(pid: int) -> int:
+    """Anonymous resident memory of ``pid``: resident less file-backed and shared pages
+    (``statm`` fields 2 and 3).  That is what a memory cgroup cannot reclaim and what
+    runs it out of memory; the compiler's own binary and libraries are file pages,
+    shared by every job and reclaimable, which the budget's reserve covers once."""
     try:
         with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            fields = f.read().split()
+        return max(0, int(fields[1]) - int(fields[2])) * PAGE
     except (OSError, ValueError, IndexError):
         return 0
 
 
 def tree_rss(root: int) -> int:
-    """Resident memory of ``root`` and all its descendants, now."""
+    """Anonymous resident memory of ``root`` and all its descendants, now."""
     return sum(_rss(pid) for pid in _tree(root, _table()))
 
 
 def tree_sample(root: int) -> tuple[int, float, int]:
-    """(resident bytes, CPU seconds so far, processes) of ``root`` and its descendants."""
+    """(anonymous resident bytes, CPU seconds so far, processes) of ``root`` and its
+    descendants."""
     procs = _table()
     pids = _tree(root, procs)
     return (sum(_rss(p) for p in pids), sum(procs[p][1] for p in pids if p in procs) / TICKS,
             len(pids))
+
+
+def curve_of(samples: list[tuple[float, int]], cpu: float, points: int = CURVE_POINTS
+             ) -> tuple[float, ...]:
+    """A compile's memory curve from its ``(CPU seconds, bytes)`` samples: ``points``
+    shares of its peak, the k-th the most it held up to progress (k + 1) / points —
+    counting the first sample at or past that point, since memory may have grown
+    between samples.  () when there are too few samples to say (a short compile)."""
+    peak = max((b for _, b in samples), default=0)
+    total = max([cpu, *(c for c, _ in samples)])
+    if len(samples) < 2 * points or peak <= 0 or total <= 0:
+        return ()
+    out: list[float] = []
+    top, i = 0, 0
+    for k in range(points):
+        edge = (k + 1) / points * total
+        while i < len(samples):
+            top = max(top, samples[i][1])
+            i += 1
+            if samples[i - 1][0] >= edge:
+                break
+        out.append(min(1.0, math.ceil(top / peak * 1000) / 1000))
+    out[-1] = 1.0
+    return tuple(out)
 
 
 def signal_tree(root: int, sig: int) -> None:
@@ -174,12 +207,13 @@ class Channel:
 @dataclass
 class Measured:
     rc: int
-    peak: int  # bytes, the tree's largest sampled RSS
+    peak: int  # bytes, the tree's largest sampled anonymous RSS
     seconds: float  # wall
     cpu: float  # CPU seconds of the whole tree
     err: bytes  # the end of stderr
     paused: float = 0.0  # seconds spent stopped by the broker
     procs: int = 1  # most processes seen in the tree (1 for a compiler-cache hit)
+    curve: tuple[float, ...] = ()  # its memory curve (:func:`curve_of`)
 
 
 def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None = None,
@@ -206,10 +240,12 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
     t = threading.Thread(target=pump, daemon=True)
     t.start()
     paused_at, paused_total, reported, procs = 0.0, 0.0, 0.0, 1
+    samples: list[tuple[float, int]] = []
     try:
         while proc.poll() is None:
             rss, cpu, n = tree_sample(proc.pid)
             peak, procs = max(peak, rss), max(procs, n)
+            samples.append((cpu, rss))
             if channel is None:
                 time.sleep(interval)
                 continue
@@ -243,7 +279,7 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Measured(proc.returncode, peak, time.monotonic() - start, cpu, bytes(err),
-                    paused_total, procs)
+                    paused_total, procs, curve_of(samples, cpu))
 
 
 def is_oom(rc: int, err: bytes) -> bool:
@@ -297,7 +333,8 @@ def main(argv: list[str]) -> int:
         rc, peak = m.rc, m.peak
         oom = rc != 0 and is_oom(rc, m.err)
         _done(conn, {"op": "done", "rc": rc, "peak": peak, "seconds": m.seconds, "cpu": m.cpu,
-                     "paused": m.paused, "procs": m.procs, "oom": oom})
+                     "paused": m.paused, "procs": m.procs, "oom": oom,
+                     "curve": list(m.curve)})
         if oom and not retry:
             print(f"builder: {src} was killed, most likely out of memory (peak {peak >> 20} "
                   f"MiB); retrying alone with the low-memory flags", file=sys.stderr)

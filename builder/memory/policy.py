@@ -72,7 +72,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 INF = math.inf
 
@@ -100,6 +101,8 @@ class Job:
     seconds: float = 0.0  # measured CPU seconds; 0: unknown → reserve the peak
     threads: int = 1  # CPU seconds it can use per second (nvcc --threads)
     share: float = 1.0  # expected CPU share per thread, for its end (the bound assumes 1)
+    curve: tuple[float, ...] = ()  # its measured memory curve (:func:`curve_at`); (): none
+    span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,9 @@ class Running:
     rss: int = 0  # live memory, at least (reported)
     paused: bool = False
     share: float = 1.0  # expected CPU share per thread until it has run a second
+    curve: tuple[float, ...] = ()  # its measured memory curve; (): the generic ramp
+    rss_cpu: float = 0.0  # CPU seconds it had used when ``rss`` was measured
+    span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
 
 
 @dataclass(frozen=True)
@@ -123,17 +129,31 @@ class Grant:
     lowmem: bool = False  # add the low-memory flag tier
 
 
+def curve_at(curve: Sequence[float], x: float) -> float:
+    """Share of its peak a job may hold at progress ``x`` (CPU seconds used / total) by
+    its measured curve: ``curve[k]`` is the most it held up to progress (k + 1) / n,
+    sampling included (``launcher.curve_of``)."""
+    if x >= 1.0 or not curve:
+        return 1.0
+    return float(curve[max(0, math.ceil(x * len(curve)) - 1)])
+
+
 @dataclass(frozen=True)
 class Envelope:
     """Upper bound of one job's memory from ``t0`` on: ``min(peak, base + slope·(t − t0))``
-    before ``end``, nothing from ``end`` on (infinite: it holds its peak until it really
-    ends)."""
+    — or, with a measured ``curve``, ``peak × curve_at(curve, (c0 + rate·(t − t0)) /
+    scale)`` — before ``end``, nothing from ``end`` on (infinite: it holds its peak
+    until it really ends).  Both only rise with ``t``."""
 
     peak: float
     base: float
     slope: float  # bytes per second
     t0: float
     end: float = INF
+    curve: tuple[float, ...] = ()
+    c0: float = 0.0  # CPU seconds used at t0
+    rate: float = 1.0  # most CPU seconds it can use per second
+    scale: float = 1.0  # CPU seconds of its whole curve (the fastest it may be)
 
     def at(self, t: float) -> float:
         """The bound at ``t``, counting the job gone from its predicted end."""
@@ -141,6 +161,9 @@ class Envelope:
 
     def ahead(self, t: float) -> float:
         """The bound at ``t`` if the job has not ended (what the guard assumes)."""
+        if self.curve:
+            x = (self.c0 + self.rate * max(0.0, t - self.t0)) / self.scale
+            return self.peak * curve_at(self.curve, x)
         return min(self.peak, self.base + self.slope * max(0.0, t - self.t0))
 
 
@@ -159,10 +182,15 @@ def envelope(job: Running, now: float, model: Model) -> Envelope:
     threads = max(job.threads, 1)
     cpu = progress(job, now)
     knee = model.knee * model.fast * job.seconds
-    base = peak * min(1.0, model.floor + (1.0 - model.floor) * cpu / knee)
+    scale = model.fast * job.seconds
+    if job.curve:
+        base = peak * curve_at(job.curve, cpu / scale)
+    else:
+        base = peak * min(1.0, model.floor + (1.0 - model.floor) * cpu / knee)
+    curve = job.curve
     if job.rss > base:  # grows faster than modelled: trust none of it, hold the peak
-        base = peak
-    total = model.late * job.seconds
+        base, curve = peak, ()
+    total = model.late * max(job.seconds, job.span)
     if cpu >= total:  # overdue: holds its peak until it really ends
         return Envelope(peak, peak, 0.0, now)
     rate = threads * min(1.0, max(job.share, 0.02))
@@ -171,7 +199,27 @@ def envelope(job: Running, now: float, model: Model) -> Envelope:
         # the CPU share it has had so far (on a loaded machine less than its threads)
         rate = min(rate, max(cpu / elapsed, 0.02 * threads))
     slope = peak * (1.0 - model.floor) / knee * threads
-    return Envelope(peak, base, slope, now, now + (total - cpu) / rate + model.horizon)
+    return Envelope(peak, base, slope, now, now + (total - cpu) / rate + model.horizon,
+                    curve, cpu, float(threads), scale)
+
+
+def ahead_of(job: Running) -> float:
+    """How much faster a running job goes than its measured curve says: the progress its
+    reported memory proves it has passed, over the progress its CPU time gives (≤ 1 on
+    its curve; larger when its history was measured on a busier machine)."""
+    if not job.curve or job.seconds <= 0 or job.rss <= 0 or job.rss_cpu < 0.1 * job.seconds:
+        return 1.0
+    n = len(job.curve)
+    passed = next((k for k, y in enumerate(job.curve) if job.estimate * y >= job.rss), n)
+    return (passed / n) / (job.rss_cpu / job.seconds)
+
+
+def sped_up(model: Model, speed: float) -> Model:
+    """``model`` for a build whose jobs were seen ``speed`` times faster than their curves:
+    the allowance ``fast`` shrinks so that the bounds hold again (with 5 % to spare)."""
+    if speed * model.fast * 1.05 <= 1.0:
+        return model
+    return replace(model, fast=1.0 / (speed * 1.05))
 
 
 def demand(envs: Sequence[Envelope]) -> float:
@@ -230,7 +278,8 @@ def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: 
     load = _Load([envelope(r, now, model) for r in runs])
     room = budget - overhead
     busy = len(runs)
-    failed: set[tuple[int, float, int, float]] = set()  # a shape that did not fit will not now
+    #: a shape that did not fit will not fit now
+    failed: set[tuple[int, float, int, float, tuple[float, ...], float]] = set()
     for job in sorted(waiting, key=lambda j: (-j.estimate, j.order)):
         if busy >= slots:
             break
@@ -239,11 +288,11 @@ def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: 
                 grants.append(Grant(job, alone=True, lowmem=True))
             # else drain: start nothing else until the machine is free for it
             return grants
-        shape = (job.estimate, job.seconds, job.threads, job.share)
+        shape = (job.estimate, job.seconds, job.threads, job.share, job.curve, job.span)
         if shape in failed:
             continue
         env = envelope(Running(job.estimate, now, job.seconds, job.threads, 0.0,
-                               share=job.share), now, model)
+                               share=job.share, curve=job.curve, span=job.span), now, model)
         if load.with_(env) <= room:
             grants.append(Grant(job))
             load = _Load([*load.envs, env])
@@ -283,7 +332,9 @@ def guard(running: Mapping[str, Running], budget: int, now: float,
     for i in reversed(active[1:]):
         if fits_ahead(paused):
             break
-        if envs[i].ahead(later) > envs[i].ahead(now):  # pausing it stops a growth
+        # pausing it stops a growth: of its bound, or of its memory below a bound held
+        # at the peak (a job found ahead of its model)
+        if envs[i].ahead(later) > envs[i].ahead(now) or running[i].rss < envs[i].ahead(now):
             paused.add(i)
     return frozenset(paused)
 
@@ -297,12 +348,12 @@ class Prediction:
     most: int = 0  # most jobs running at once
 
 
-def simulate(jobs: Sequence[tuple[str, int, float] | tuple[str, int, float, float]],
-             budget: int, slots: int, model: Model | None = None,
-             window: int = 0) -> Prediction:
-    """Run :func:`admit` on a virtual clock over ``(id, estimate, seconds[, cpu])`` jobs,
-    each taking ``seconds``; ``cpu`` (0 or absent: unknown) is the measured CPU time that
-    lets admission use the time model, as the broker does with build history.  As in a
+def simulate(jobs: Sequence[tuple[Any, ...]], budget: int, slots: int,
+             model: Model | None = None, window: int = 0) -> Prediction:
+    """Run :func:`admit` on a virtual clock over ``(id, estimate, seconds[, cpu[,
+    curve]])`` jobs, each taking ``seconds``; ``cpu`` (0 or absent: unknown) is the
+    measured CPU time that lets admission use the time model, as the broker does with
+    build history, and ``curve`` the job's measured memory curve.  As in a
     build, the broker sees only the jobs ninja has started: ``window`` (default 2 ×
     ``slots``, what builder gives ninja) less those running.  Every job runs as
     predicted, so the guard has nothing to do."""
@@ -314,9 +365,11 @@ def simulate(jobs: Sequence[tuple[str, int, float] | tuple[str, int, float, floa
     seconds: dict[str, float] = {}
     for n, row in enumerate(jobs):
         secs = float(row[2])
-        cpu = float(row[3]) if len(row) == 4 else 0.0
+        cpu = float(row[3]) if len(row) >= 4 else 0.0
+        curve = tuple(row[4]) if len(row) >= 5 and cpu else ()
         queue.append(Job(row[0], int(row[1]), n, cpu,
-                         share=min(1.0, cpu / secs) if cpu and secs > 0 else 1.0))
+                         share=min(1.0, cpu / secs) if cpu and secs > 0 else 1.0,
+                         curve=curve))
         seconds[row[0]] = secs
     # admission re-runs between ends as in the broker, at most ~1000 times
     tick = max(model.tick, sum(seconds.values()) / max(slots, 1) / 1000)
@@ -324,7 +377,8 @@ def simulate(jobs: Sequence[tuple[str, int, float] | tuple[str, int, float, floa
 
     def view(t: float) -> dict[str, Running]:
         return {i: Running(job.estimate, start, job.seconds, 1, (t - start) * job.share,
-                           share=job.share) for i, (job, start, _) in running.items()}
+                           share=job.share, curve=job.curve)
+                for i, (job, start, _) in running.items()}
 
     now, peak, busy_time, most, nxt = 0.0, 0.0, 0.0, 0, 0
     waiting: list[Job] = []

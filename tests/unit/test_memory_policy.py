@@ -9,10 +9,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder.memory.broker import JobRecord, Live
-from builder.memory.estimate import _history_reserve, _priors, estimate, prior, ramp_model
+from builder.memory.estimate import (
+    _history_reserve,
+    _priors,
+    estimate,
+    learned,
+    prior,
+    ramp_model,
+)
 from builder.memory.history import History
-from builder.memory.launcher import is_oom, source_of
-from builder.memory.policy import Job, Model, Running, admit, demand, envelope, guard, simulate
+from builder.memory.launcher import curve_of, is_oom, source_of
+from builder.memory.policy import (
+    Job,
+    Model,
+    Running,
+    admit,
+    ahead_of,
+    curve_at,
+    demand,
+    envelope,
+    guard,
+    simulate,
+    sped_up,
+)
 
 GB = 10**9
 
@@ -93,6 +112,14 @@ def test_estimate_order_of_trust() -> None:
     h = estimate("src/a.cpp", torch, recipe_globs=(("src/*.cpp", 1),),
                  history={"peak": 1_333_000_000, "seconds": 14.0})
     assert (h.source, h.peak, h.seconds) == ("history", 1_333_000_000, 14.0)
+    assert r.group == "recipe:src/*.cpp:host" and r.family == "prior:torch/torch.h:host:1"
+    # learned in this build: from two agreeing siblings 5 % margin, CPU from the fastest
+    # (how fast it may rise) and the slowest (when it ends), the family named when used
+    got = learned(r, 1_000_000_000, 10.0, (0.5, 1.0), count=2, slowest=12.0,
+                  via=r.family)
+    assert (got.peak, got.reserve, got.curve) == (1_000_000_000, 1_050_000_000, (0.5, 1.0))
+    assert got.source == "learned:prior:torch/torch.h:host:1"
+    assert got.cpu == 9.0 and got.span == 12.0
     cu = prior(("torch/extension.h",), cuda=True, nvcc_threads=2)
     assert cu.peak == 2 * 2_900_000_000
 
@@ -129,6 +156,14 @@ CURVES = {
 }
 
 
+def _measured(name: str, cpu: float = 10.0, every: float = 0.1) -> tuple[float, ...]:
+    """The curve a launcher records for a compile of ``cpu`` seconds that follows
+    ``CURVES[name]``, sampled every ``every`` CPU seconds."""
+    samples = [(k * every, int(GiB * _curve(name, k * every / cpu)))
+               for k in range(int(cpu / every) + 1)]
+    return curve_of(samples, cpu)
+
+
 def _curve(name: str, x: float) -> float:
     pts = CURVES[name]
     x = min(max(x, 0.0), 1.0)
@@ -150,6 +185,7 @@ class FakeJob:
     curve: str = "torch"
     est: int = 0
     est_cpu: float = 0.0
+    measured: bool = False  # the broker knows its memory curve (sampled as a launcher does)
     slow_at: float = float("inf")  # from this time on it gets only ``slow`` CPU share
     slow: float = 1.0
     done: float = 0.0  # CPU seconds used
@@ -174,10 +210,13 @@ def run_world(jobs: list[FakeJob], budget: int, slots: int, *, model: Model | No
     admission run on what the launchers last reported (every ``report`` seconds); jobs
     progress at their CPU share and stop while paused; memory follows their curves."""
     model = model or Model()
-    waiting = [Job(j.id, j.est or j.peak, n, j.est_cpu) for n, j in enumerate(jobs)]
+    waiting = [Job(j.id, j.est or j.peak, n, j.est_cpu,
+                   curve=_measured(j.curve) if j.measured and j.est_cpu else ())
+               for n, j in enumerate(jobs)]
     byid = {j.id: j for j in jobs}
     running: dict[str, FakeJob] = {}
-    now, next_tick, worst, most, pauses = 0.0, 0.0, 0.0, 0, 0
+    now, next_tick, worst, most, pauses, speed = 0.0, 0.0, 0.0, 0, 0, 1.0
+    base = model
     while waiting or running:
         if now >= next_tick - 1e-9:
             next_tick = now + model.tick
@@ -186,6 +225,8 @@ def run_world(jobs: list[FakeJob], budget: int, slots: int, *, model: Model | No
                 j.live.cpu, j.live.cpu_active, j.live.rss = j.reported[1], j.reported[0], \
                     j.reported[2]
             view = {i: j.live.view(now) for i, j in running.items() if j.live}
+            speed = max([speed, *(ahead_of(r) for r in view.values())])
+            model = sped_up(base, speed)
             if use_guard and view:
                 stop = guard(view, budget, now, model)
                 for i, j in running.items():
@@ -201,7 +242,7 @@ def run_world(jobs: list[FakeJob], budget: int, slots: int, *, model: Model | No
                 waiting.remove(g.job)
                 j = byid[g.job.id]
                 rec = JobRecord(j.id, j.id, j.peak, g.job.estimate, "test", now)
-                j.live = Live(rec, g.job.seconds, 1, now)
+                j.live = Live(rec, g.job.seconds, 1, now, g.job.curve)
                 running[j.id] = j
         most = max(most, len(running))
         worst = max(worst, sum(j.mem() for j in running.values()))
@@ -224,7 +265,7 @@ GiB = 2**30
 
 
 def _mix(seed: int, n: int = 16, est: float = 1.0, est_cpu: float = 1.0,
-         slow: float = 1.0) -> list[FakeJob]:
+         slow: float = 1.0, measured: bool = False) -> list[FakeJob]:
     """Torch-sized TUs of assorted sizes, lengths and curves, estimates ×``est`` (peak)
     and ×``est_cpu`` (CPU time); with ``slow`` < 1, a third of them lose CPU share at a
     random moment (someone else's work on the machine)."""
@@ -234,8 +275,8 @@ def _mix(seed: int, n: int = 16, est: float = 1.0, est_cpu: float = 1.0,
         peak, cpu = int(rnd.uniform(0.6, 1.7) * GiB), rnd.uniform(4, 30)
         slowed = slow < 1 and i % 3 == 0
         out.append(FakeJob(f"j{i}", peak, cpu, rnd.choice(list(CURVES)), int(peak * est),
-                           cpu * est_cpu, rnd.uniform(0, 20) if slowed else float("inf"),
-                           slow if slowed else 1.0))
+                           cpu * est_cpu, measured, rnd.uniform(0, 20) if slowed
+                           else float("inf"), slow if slowed else 1.0))
     return out
 
 
@@ -358,6 +399,79 @@ def test_time_model_runs_more_jobs_than_peak_reservation() -> None:
     assert plan.wall <= 0.9 * plain.wall and plan.most >= 5 and plan.peak <= budget
     assert abs(plan.wall - timed.wall) <= 0.1 * timed.wall, (plan, timed)
     assert abs(plain.wall - reserved.wall) <= 0.1 * reserved.wall, (plain, reserved)
+
+
+def test_a_measured_curve_bounds_its_compile_and_is_tighter_than_the_ramp() -> None:
+    m = Model()
+    for name in CURVES:
+        curve = _measured(name)
+        assert len(curve) == 20 and curve[-1] == 1.0
+        assert list(curve) == sorted(curve)  # a bound only rises
+        # the k-th point covers everything up to progress (k + 1) / 20
+        for k, y in enumerate(curve):
+            assert y >= _curve(name, (k + 1) / 20) - 1e-3, (name, k)
+        ramp = Running(GiB, 0.0, 10.0, cpu=0.0)
+        own = Running(GiB, 0.0, 10.0, cpu=0.0, curve=curve)
+        tighter = 0
+        for fast in (1.0, 1 / m.fast):  # a job 15 % faster than measured stays under
+            for k in range(101):
+                t = k / 100 * 10.0 / fast
+                bound = envelope(own, 0.0, m).ahead(t)
+                assert bound >= GiB * _curve(name, t * fast / 10.0) - 1, (name, t)
+                tighter += bound < envelope(ramp, 0.0, m).ahead(t) - 0.05 * GiB
+        assert tighter > 20, name
+    # too few samples (a short compile) say nothing: the generic ramp applies
+    assert curve_of([(0.1 * k, k) for k in range(10)], 1.0) == ()
+    assert curve_at((), 0.3) == 1.0 and curve_at((0.5, 1.0), 0.2) == 0.5
+
+
+def test_measured_curves_stay_in_budget_and_run_more_jobs() -> None:
+    for seed in range(4):
+        plain = run_world(_mix(seed), 6 * GiB, 8)
+        out = run_world(_mix(seed, measured=True), 6 * GiB, 8)
+        assert out.worst <= 6 * GiB, (seed, out)
+        assert out.wall <= plain.wall, (seed, out, plain)
+        # a loaded history (CPU times ×1.3: jobs now faster than their curve says): the
+        # live RSS above the bound shows it and the guard stops the younger jobs
+        fast = run_world(_mix(seed, est_cpu=1.3, measured=True), 6 * GiB, 8)
+        assert fast.worst <= 6 * GiB * 1.03, (seed, fast)
+        assert fast.pauses <= 2, (seed, fast)  # seen early: admission slows down instead
+        slow = run_world(_mix(seed, slow=0.4, measured=True), 6 * GiB, 8)
+        assert slow.worst <= 6 * GiB, (seed, slow)
+    # fourteen equal torch TUs, the shape of libamm: the curve lets a fifth job overlap
+    shapes = [(int(1.2 * GiB), 10.0 * (0.9 + 0.015 * i)) for i in range(14)]
+    budget = int(4.7 * 1.2 * GiB)
+    ramp = run_world([FakeJob(f"t{i}", p, c, "torch", p, c) for i, (p, c) in
+                      enumerate(shapes)], budget, 16)
+    own = run_world([FakeJob(f"t{i}", p, c, "torch", p, c, True) for i, (p, c) in
+                     enumerate(shapes)], budget, 16)
+    assert own.worst <= budget and own.most >= 5
+    assert own.wall <= 0.9 * ramp.wall, (own, ramp)
+    plan = simulate([(f"t{i}", p, c, c, _measured("torch", c)) for i, (p, c) in
+                     enumerate(shapes)], budget, 16)
+    assert abs(plan.wall - own.wall) <= 0.1 * own.wall, (plan, own)
+
+
+def test_a_job_ahead_of_its_curve_slows_admission_down() -> None:
+    m = Model()
+    curve = _measured("torch")
+    for x in (0.15, 0.3, 0.5, 0.8):  # on its curve: not ahead
+        on = Running(GiB, 0.0, 10.0, cpu=10 * x, rss=int(GiB * _curve("torch", x)),
+                     curve=curve, rss_cpu=10 * x)
+        assert ahead_of(on) <= 1.0
+        assert sped_up(m, ahead_of(on)) == m
+    # measured on a busy machine, now 40 % faster: at 3 CPU s it holds what 4.2 s held
+    quick = Running(GiB, 0.0, 10.0, cpu=3.0, rss=int(GiB * _curve("torch", 0.42)),
+                    curve=curve, rss_cpu=3.0)
+    assert ahead_of(quick) > 1.25
+    slower = sped_up(m, ahead_of(quick))
+    assert slower.fast < m.fast
+    held = envelope(quick, 3.0, m)  # beyond its bound: held at its peak
+    assert not held.curve and held.ahead(3.0) == GiB
+    env = envelope(quick, 3.0, slower)  # the slower model's bound covers it again
+    assert env.curve and GiB * _curve("torch", 0.42) <= env.ahead(3.0) < GiB
+    assert ahead_of(Running(GiB, 0.0, 10.0, cpu=0.5, rss=GiB // 2, curve=curve,
+                            rss_cpu=0.5)) == 1.0  # too early to tell
 
 
 def test_history_counts_agreeing_peaks_for_a_smaller_margin(tmp_path: Path) -> None:
