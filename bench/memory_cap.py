@@ -97,7 +97,8 @@ def with_builder(cap: int, state: Path, label: str, work: Path) -> dict[str, obj
     timed = sum(1 for j in jobs if float(str(j.get("model_cpu", 0) or 0)) > 0)
     curved = sum(1 for j in jobs if j.get("model_curve"))
     return {"run": f"builder ({label})", "ok": rc == 0, "oom": kills + nested,
-            "seconds": build_secs, "peak": max(cgroup_peak(out), cgroup_peak(logs)), "retries": retried, "pauses": paused,
+            "seconds": build_secs, "peak": max(cgroup_peak(out), cgroup_peak(logs)),
+            "retries": retried, "pauses": paused,
             "most": _most_at_once(jobs), "timed": f"{timed}/{len(jobs)}",
             "curved": curved}
 
