@@ -71,19 +71,27 @@ def upper(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, ...]:
 @dataclass(frozen=True)
 class Learned:
     """What the jobs of one estimate group measured so far in this build: the largest
-    peak, the smallest CPU time (a faster job peaks sooner), the pointwise highest
-    curve, how many jobs, and the largest CPU time (when the next one may end)."""
+    peak (and the next largest: do the two agree?), the smallest CPU time (a faster job
+    peaks sooner), the pointwise highest curve, how many jobs, and the largest CPU time
+    (when the next one may end)."""
 
     peak: int = 0
     cpu: float = 0.0
     curve: tuple[float, ...] = ()
     count: int = 0
     slowest: float = 0.0
+    second: int = 0
 
     def add(self, peak: int, cpu: float, curve: tuple[float, ...]) -> Learned:
-        return Learned(max(self.peak, peak), min(self.cpu, cpu) if self.cpu else cpu,
+        top, second = sorted((self.peak, self.second, peak))[-1:-3:-1]
+        return Learned(top, min(self.cpu, cpu) if self.cpu else cpu,
                        upper(self.curve, curve) if self.count else curve, self.count + 1,
-                       max(self.slowest, cpu))
+                       max(self.slowest, cpu), second)
+
+    @property
+    def agreed(self) -> bool:
+        """The two largest peaks are within 2 % of each other."""
+        return self.count >= 2 and self.peak - self.second <= 0.02 * self.peak
 
 
 @dataclass
@@ -145,6 +153,9 @@ class BrokerConfig:
     time_model: bool = True  # False: reserve every job's peak for its whole life
     pause: bool = True  # run the guard (pause/resume); False: admission alone
     learn: bool = True  # re-estimate waiting jobs from their group's jobs measured so far
+    #: seconds to gather the burst of jobs ninja starts at once before the first grant on
+    #: an idle machine, so that largest-first applies to all of them, not the first to call
+    settle: float = 0.25
 
 
 class Broker:
@@ -168,6 +179,7 @@ class Broker:
         self._estimates: dict[str, Estimate] = {}  # waiting job id → its first estimate
         #: most any job went faster than its measured curve in this build (policy.ahead_of)
         self.speed = 1.0
+        self._burst = 0.0  # when the first job arrived on an idle broker
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._ticker: threading.Thread | None = None
@@ -217,7 +229,7 @@ class Broker:
         memory frees up with time, not only when a job ends."""
         with self.cond:
             while not self._stopped:
-                if self.running:
+                if self.running or self.waiting:
                     self._schedule()
                 self.cond.wait(self.model.tick)
 
@@ -289,6 +301,9 @@ class Broker:
             view = {i: live.view(now) for i, live in self.running.items()}
         if self.cfg.learn:
             self._learn()
+        if not self.running and len(self.waiting) < self.cfg.slots and \
+                now - self._burst < self.cfg.settle:
+            return  # the rest of ninja's burst is on its way
         for g in admit(self.waiting, view, self.cfg.budget, self.cfg.slots,
                        frozenset(self.exclusive), now, model, self._overhead()):
             self.waiting.remove(g.job)
@@ -310,7 +325,7 @@ class Broker:
             got = self.learned.get(via) if via else None
             if got is None:
                 continue
-            new = learned(est, got.peak, got.cpu, got.curve, got.count, got.slowest, via)
+            new = learned(est, got.peak, got.cpu, got.curve, got.agreed, got.slowest, via)
             rec = next(r for r in reversed(self.records) if r.id == job.id)
             cpu = new.cpu if self.cfg.time_model else 0.0
             curve, span = (new.curve, new.span) if cpu else ((), 0.0)
@@ -335,6 +350,8 @@ class Broker:
                     self.records.append(rec)
                     if rec.retry:
                         self.exclusive.add(rec.id)
+                    if not self.running and not self.waiting:
+                        self._burst = self.now()
                     self.waiting.append(job)
                     self._schedule()
                     while rec.id not in self.grants:

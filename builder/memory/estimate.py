@@ -162,16 +162,16 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
 
 
 def learned(est: Estimate, peak: int, cpu: float, curve: tuple[float, ...] = (),
-            count: int = 1, slowest: float = 0.0, via: str = "") -> Estimate:
-    """The estimate of a job not measured before, from what ``count`` jobs of its group
-    (or, ``via`` its umbrella header's family, when none of its group was measured yet)
-    measured earlier in this build: the largest peak, the smallest CPU time (a faster job
-    peaks sooner, which the time model must not underrate), the pointwise highest memory
-    curve, and the largest CPU time to predict its end.  The margin is smaller once two
-    or more agree."""
+            agreed: bool = False, slowest: float = 0.0, via: str = "") -> Estimate:
+    """The estimate of a job not measured before, from what jobs of its group (or, ``via``
+    its umbrella header's family, when none of its group was measured yet) measured
+    earlier in this build: the largest peak, the smallest CPU time (a faster job peaks
+    sooner, which the time model must not underrate; one faster still is caught by
+    ``policy.ahead_of``), the pointwise highest memory curve, and the largest CPU time
+    to predict its end.  The margin is smaller once the two largest peaks ``agreed``."""
     margins = _priors()["margin"]
-    timed = cpu * float(margins.get("learned_cpu", 0.85))
-    margin = float(margins.get("learned" if count < 2 else "learned_again", 1.10))
+    timed = cpu * float(margins.get("learned_cpu", 1.0))
+    margin = float(margins.get("learned_again" if agreed else "learned", 1.07))
     ok = timed > 0.5
     return Estimate(peak, est.seconds, f"learned:{via or est.group}", int(peak * margin),
                     timed if ok else 0.0, est.group, curve if ok else (), est.family,

@@ -176,7 +176,7 @@ def progress(job: Running, now: float) -> float:
 
 def envelope(job: Running, now: float, model: Model) -> Envelope:
     """The bound on ``job``'s memory from ``now`` on (module doc: the model)."""
-    peak = float(job.estimate)
+    peak = float(max(job.estimate, job.rss))  # a job above its estimate holds at least that
     if job.seconds <= 0:
         return Envelope(peak, peak, 0.0, now)
     threads = max(job.threads, 1)

@@ -93,12 +93,12 @@ def test_a_cold_build_learns_from_the_first_jobs_of_a_glob(tmp_path: Path) -> No
     learned = [j for j in jobs if str(j["source"]).startswith("learned:recipe:*.cpp")]
     assert len(learned) >= 4
     measured = {int(str(j["peak"])) for j in jobs}
-    for j in learned:  # a measured sibling's peak plus the learned margin: 10 % after
-        assert int(str(j["estimate"])) in measured  # one sibling, 5 % after two or more
+    for j in learned:  # a measured sibling's peak plus the learned margin: 7 % after
+        assert int(str(j["estimate"])) in measured  # one sibling, 3 % once two agree
         est = int(str(j["estimate"]))
-        assert int(str(j["reserve"])) in (int(est * 1.10), int(est * 1.05))
+        assert int(str(j["reserve"])) in (int(est * 1.07), int(est * 1.03))
     last = int(str(learned[-1]["estimate"]))
-    assert int(str(learned[-1]["reserve"])) == int(last * 1.05)
+    assert int(str(learned[-1]["reserve"])) == int(last * 1.03)
     assert _most_at_once(jobs) > 2  # more than the recipe value allowed
 
 

@@ -113,13 +113,14 @@ def test_estimate_order_of_trust() -> None:
                  history={"peak": 1_333_000_000, "seconds": 14.0})
     assert (h.source, h.peak, h.seconds) == ("history", 1_333_000_000, 14.0)
     assert r.group == "recipe:src/*.cpp:host" and r.family == "prior:torch/torch.h:host:1"
-    # learned in this build: from two agreeing siblings 5 % margin, CPU from the fastest
-    # (how fast it may rise) and the slowest (when it ends), the family named when used
-    got = learned(r, 1_000_000_000, 10.0, (0.5, 1.0), count=2, slowest=12.0,
+    # learned in this build: from two agreeing siblings 3 % margin (else 7 %), CPU from
+    # the fastest (how fast it may rise) and the slowest (when it ends), the family named
+    got = learned(r, 1_000_000_000, 10.0, (0.5, 1.0), agreed=True, slowest=12.0,
                   via=r.family)
-    assert (got.peak, got.reserve, got.curve) == (1_000_000_000, 1_050_000_000, (0.5, 1.0))
+    assert (got.peak, got.reserve, got.curve) == (1_000_000_000, 1_030_000_000, (0.5, 1.0))
     assert got.source == "learned:prior:torch/torch.h:host:1"
-    assert got.cpu == 9.0 and got.span == 12.0
+    assert got.cpu == 10.0 and got.span == 12.0
+    assert learned(r, 1_000_000_000, 10.0).reserve == 1_070_000_000
     cu = prior(("torch/extension.h",), cuda=True, nvcc_threads=2)
     assert cu.peak == 2 * 2_900_000_000
 
@@ -325,6 +326,10 @@ def test_overdue_jobs_hold_their_peak() -> None:
     # a job reporting more memory than its bound is faster than modelled: at its peak
     fast = envelope(Running(GiB, 0.0, 10.0, cpu=1.0, rss=GiB // 2), 1.0, m)
     assert fast.base == GiB
+    # and one above its estimate holds at least what it holds, with or without a time
+    for seconds in (10.0, 0.0):
+        over = envelope(Running(GiB, 0.0, seconds, cpu=5.0, rss=2 * GiB), 5.0, m)
+        assert over.ahead(5.0) == over.ahead(50.0) == 2 * GiB
 
 
 def test_guard_pauses_the_youngest_growing_job_and_resumes_it() -> None:
