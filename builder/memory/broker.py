@@ -316,7 +316,12 @@ class Broker:
     def _learn(self) -> None:
         """Re-estimate waiting jobs whose group — or, until then, whose umbrella header's
         family — measured a job in this build (a cold build's first TU of a glob tells
-        what its siblings will need)."""
+        what its siblings will need).  The peak learned is at least what the group's
+        running jobs hold now: a first sibling to finish may be the lightest."""
+        holding: dict[str, int] = {}
+        for live in self.running.values():
+            for g in {live.rec.group, live.rec.family} - {""}:
+                holding[g] = max(holding.get(g, 0), live.rss)
         for i, job in enumerate(self.waiting):
             est = self._estimates.get(job.id)
             if est is None:
@@ -325,7 +330,9 @@ class Broker:
             got = self.learned.get(via) if via else None
             if got is None:
                 continue
-            new = learned(est, got.peak, got.cpu, got.curve, got.agreed, got.slowest, via)
+            held = holding.get(via, 0)
+            new = learned(est, max(got.peak, held), got.cpu, got.curve,
+                          got.agreed and held <= got.peak, got.slowest, via)
             rec = next(r for r in reversed(self.records) if r.id == job.id)
             cpu = new.cpu if self.cfg.time_model else 0.0
             curve, span = (new.curve, new.span) if cpu else ((), 0.0)
