@@ -22,9 +22,18 @@ seconds ``c`` it has used of the ``C`` measured for it in an earlier build::
 pybind11 and gtest TUs: concave, 20 % of the peak after 5 % of the CPU time, 86 %
 after 55 %; the tightest needs floor 0.16 at knee 0.6); ``fast`` 0.85 further lets
 a job need 15 % less CPU than measured (a history taken on a busy machine with
-shared cores).  CPU time, not wall time, is the clock: a loaded machine stretches a
-compile's wall time but not its work, and a compiler cannot use more than
-``threads`` CPU seconds per second — so from its current progress the bound holds
+shared cores).
+
+With the job's own measured memory curve (``curve_at``: 20 points from its last
+builds, ``launcher.curve_of``) the bound is ``peak × curve(c / (fast × C))``
+instead — much tighter: a torch TU holds about half its peak at 40 % of its CPU
+time, where the ramp allows 80 %.  A job whose memory proves it further along its
+curve than its CPU time says (:func:`ahead_of`) shrinks ``fast`` for the whole
+build (:func:`sped_up`).
+
+CPU time, not wall time, is the clock: a loaded machine stretches a compile's wall
+time but not its work, and a compiler cannot use more than ``threads`` CPU seconds
+per second — so from its current progress the bound holds
 at every future instant, whatever the machine does.
 
 A job is predicted gone once it has used ``late`` × C CPU seconds (1.05), at the
