@@ -215,8 +215,10 @@ def envelope(job: Running, now: float, model: Model) -> Envelope:
 def ahead_of(job: Running) -> float:
     """How much faster a running job goes than its measured curve says: the progress its
     reported memory proves it has passed, over the progress its CPU time gives (≤ 1 on
-    its curve; larger when its history was measured on a busier machine)."""
-    if not job.curve or job.seconds <= 0 or job.rss <= 0 or job.rss_cpu < 0.1 * job.seconds:
+    its curve; larger when its history was measured on a busier machine).  A job above its
+    peak estimate is not faster but larger (its own bound then counts what it holds)."""
+    if not job.curve or job.seconds <= 0 or job.rss <= 0 or job.rss_cpu < 0.1 * job.seconds \
+            or job.rss > job.estimate:
         return 1.0
     n = len(job.curve)
     passed = next((k for k, y in enumerate(job.curve) if job.estimate * y >= job.rss), n)

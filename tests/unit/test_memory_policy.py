@@ -477,6 +477,8 @@ def test_a_job_ahead_of_its_curve_slows_admission_down() -> None:
     assert env.curve and GiB * _curve("torch", 0.42) <= env.ahead(3.0) < GiB
     assert ahead_of(Running(GiB, 0.0, 10.0, cpu=0.5, rss=GiB // 2, curve=curve,
                             rss_cpu=0.5)) == 1.0  # too early to tell
+    assert ahead_of(Running(GiB, 0.0, 10.0, cpu=5.0, rss=2 * GiB, curve=curve,
+                            rss_cpu=5.0)) == 1.0  # larger than estimated, not faster
 
 
 def test_history_counts_agreeing_peaks_for_a_smaller_margin(tmp_path: Path) -> None:
