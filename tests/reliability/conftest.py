@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -38,9 +39,18 @@ def child_env() -> dict[str, str]:
 
 
 def start_build(project: Path, state: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(builder_argv(project, state, "build", *args), cwd=project,
-                            env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    """builder in the background, with SIGINT as a terminal's Ctrl-C delivers it: a
+    process started with SIGINT ignored keeps it ignored (POSIX; Python then installs no
+    handler), and something earlier in the session can leave this process ignoring it."""
+    before = signal.getsignal(signal.SIGINT)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # reset to default at exec
+    try:
+        return subprocess.Popen(builder_argv(project, state, "build", *args), cwd=project,
+                                env=child_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def run_build(project: Path, state: Path, *args: str, timeout: float = 300
