@@ -25,7 +25,7 @@ from typing import Any
 
 from .estimate import Estimate, estimate, learned, ramp_model, scan_includes
 from .history import History, flags_hash, job_key
-from .policy import Job, Model, Running, admit, ahead_of, envelope, guard, sped_up
+from .policy import Job, Model, Running, admit, ahead_of, envelope, guard, sped_up, upper
 
 #: compiler caches that may be chained after the launcher: a hit runs no compiler, so its
 #: measurement says nothing about the compile (sccache compiles in its server, out of sight)
@@ -60,12 +60,10 @@ class JobRecord:
     group: str = ""  # estimate group (recipe glob, umbrella header) when not measured
     family: str = ""  # the umbrella header's group, which learns from every job
 
-
-def upper(a: tuple[float, ...], b: tuple[float, ...]) -> tuple[float, ...]:
-    """The pointwise larger of two memory curves (one if the other is missing)."""
-    if not a or not b or len(a) != len(b):
-        return a or b
-    return tuple(max(x, y) for x, y in zip(a, b, strict=True))
+    @property
+    def groups(self) -> set[str]:
+        """The estimate groups its measurement teaches (and whose jobs it is one of)."""
+        return {self.group, self.family} - {""}
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ class Learned:
     def add(self, peak: int, cpu: float, curve: tuple[float, ...]) -> Learned:
         top, second = sorted((self.peak, self.second, peak))[-1:-3:-1]
         return Learned(top, min(self.cpu, cpu) if self.cpu else cpu,
-                       upper(self.curve, curve) if self.count else curve, self.count + 1,
+                       upper(self.curve, curve), self.count + 1,
                        max(self.slowest, cpu), second)
 
     @property
@@ -320,7 +318,7 @@ class Broker:
         running jobs hold now: a first sibling to finish may be the lightest."""
         holding: dict[str, int] = {}
         for live in self.running.values():
-            for g in {live.rec.group, live.rec.family} - {""}:
+            for g in live.rec.groups:
                 holding[g] = max(holding.get(g, 0), live.rss)
         for i, job in enumerate(self.waiting):
             est = self._estimates.get(job.id)
@@ -396,7 +394,7 @@ class Broker:
                 if rec.peak and rec.rc == 0 and not hit:
                     with self.cond:
                         if not (rec.lowmem or rec.alone or rec.retry):
-                            for g in {rec.group, rec.family} - {""}:
+                            for g in rec.groups:
                                 got = self.learned.get(g, Learned())
                                 self.learned[g] = got.add(rec.peak, rec.cpu, measured)
                         self.history.record(key, file, rec.peak,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import data_table
-from .policy import Model
+from .policy import Model, upper
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 CUDA_SUFFIXES = (".cu",)
@@ -75,11 +75,8 @@ def _history_reserve(rec: dict[str, Any], margins: dict[str, Any]) -> tuple[int,
 
 def _curve(rec: dict[str, Any]) -> tuple[float, ...]:
     """The higher of the last two measured memory curves of a history record."""
-    last = tuple(float(x) for x in rec.get("curve", ()))
-    prev = tuple(float(x) for x in rec.get("prev_curve", ()))
-    if last and prev and len(last) == len(prev):
-        return tuple(max(a, b) for a, b in zip(last, prev, strict=True))
-    return last
+    return upper([float(x) for x in rec.get("curve", ())],
+                 [float(x) for x in rec.get("prev_curve", ())])
 
 
 def scan_includes(path: Path, roots: tuple[Path, ...] = (), depth: int = 3) -> tuple[str, ...]:

@@ -147,6 +147,13 @@ def curve_at(curve: Sequence[float], x: float) -> float:
     return float(curve[max(0, math.ceil(x * len(curve)) - 1)])
 
 
+def upper(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
+    """The pointwise higher of two memory curves (one if the other is missing)."""
+    if not a or not b or len(a) != len(b):
+        return tuple(a or b)
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))
+
+
 @dataclass(frozen=True)
 class Envelope:
     """Upper bound of one job's memory from ``t0`` on: ``min(peak, base + slope·(t − t0))``
