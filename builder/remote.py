@@ -110,20 +110,22 @@ def explain(remote: str, output: str) -> tuple[str, str]:
     text = output.lower()
     creds = (f"set CONAN_LOGIN_USERNAME_{env_var(remote)} and "
              f"CONAN_PASSWORD_{env_var(remote)} to an account of that server")
-    if "wrong user or password" in text or "authenticationexception" in text or \
-            ("401" in text and "unauthorized" in text):
-        return "refused the credentials", creds
-    if "forbidden" in text or "permission denied" in text or "403" in text:
-        return "refused: the account may not do this (permission denied)", \
-            f"ask the server's admin for write permission, or {creds}"
-    if "can't be found or is disabled" in text:
-        return "is not configured in builder's Conan home", \
-            f"builder remote add {remote} URL"
+    # status codes as whole words: the URL's port (e.g. :40311) must not read as HTTP 403
+    codes = set(re.findall(r"(?<![\w:.])(40[13])(?![\w.])", text))
     if any(m in text for m in ("connection refused", "max retries", "failed to establish",
                                "name or service not known", "timed out", "unreachable")):
         return "cannot be reached (connection refused or timed out)", \
             "start the server or check its URL (builder remote list); pass " \
             "--remote-optional to build locally while it is down"
+    if "wrong user or password" in text or "authenticationexception" in text or \
+            ("401" in codes and "unauthorized" in text):
+        return "refused the credentials", creds
+    if "forbidden" in text or "permission denied" in text or "403" in codes:
+        return "refused: the account may not do this (permission denied)", \
+            f"ask the server's admin for write permission, or {creds}"
+    if "can't be found or is disabled" in text:
+        return "is not configured in builder's Conan home", \
+            f"builder remote add {remote} URL"
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     last = next((ln for ln in reversed(lines) if ln.startswith("ERROR")),
                 lines[-1] if lines else "no output")

@@ -83,6 +83,15 @@ def test_explain_names_the_cause_and_the_fix() -> None:
     assert why.startswith("cannot be reached") and "--remote-optional" in fix
     why, _ = remote.explain("t", "ERROR: Permission denied for user: 'ci': ForbiddenException")
     assert "permission denied" in why
+    # a port that contains 403 or 401 is not an HTTP status (this made CI flaky)
+    why, _ = remote.explain("t", "ERROR: HTTPConnectionPool(host='127.0.0.1', port=40311): "
+                                 "Max retries exceeded with url: http://127.0.0.1:40311/v2/ "
+                                 "(Caused by NewConnectionError: [Errno 111] Connection refused)")
+    assert why.startswith("cannot be reached")
+    why, _ = remote.explain("t", "ERROR: 403: Forbidden. [Remote: t]")
+    assert "permission denied" in why
+    why, _ = remote.explain("t", "ERROR: 401 Unauthorized at http://h:4012/v2")
+    assert why == "refused the credentials"
     why, _ = remote.explain("t", "something\nERROR: odd failure\n")
     assert why == "failed: ERROR: odd failure"
 
