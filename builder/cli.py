@@ -17,9 +17,10 @@ from pathlib import Path
 from . import __version__
 from .errors import BuilderError, Interrupted, UsageError
 from .host import HostFacts, load_host_facts, probe
+from .options import OptionOverride
 from .plan import BuildPlan
 from .recipes import RecipeSet, display_path
-from .resolve import OptionOverride, Request, env_snapshot, resolve
+from .resolve import Request, env_snapshot, resolve
 from .runner import Runner
 from .workspace import Workspace
 
@@ -361,7 +362,7 @@ def cmd_plan(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
-    from . import matrix
+    from . import cimatrix, matrix
 
     paths = [Path(a) for a in args.recipes if a.endswith((".yaml", ".yml"))]
     rs = RecipeSet.load(ws.recipes_dir, paths)
@@ -369,13 +370,13 @@ def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
         raise UsageError("--write-workflow covers every recipe of the project; drop the "
                          "recipe names")
     chosen = rs.select(args.recipes, ws.recipes_dir) if args.recipes else rs.recipes
-    history = matrix.read_history(ws.state / "memory-history.json")
-    roots = {r.name: matrix.source_roots(r, ws.state) for r in chosen}
-    m = matrix.ci_matrix(chosen, matrix.CI_PYTHON, history, roots, project=rs.recipes)
+    history = cimatrix.read_history(ws.state / "memory-history.json")
+    roots = {r.name: cimatrix.source_roots(r, ws.state) for r in chosen}
+    m = cimatrix.ci_matrix(chosen, matrix.CI_PYTHON, history, roots, project=rs.recipes)
     if args.write_workflow:
         # the workflow leaves out the estimates, so that it depends on the recipes only
-        target = ws.root / matrix.WORKFLOW_PATH
-        text = matrix.workflow(matrix.ci_matrix(chosen, matrix.CI_PYTHON))
+        target = ws.root / cimatrix.WORKFLOW_PATH
+        text = cimatrix.workflow(cimatrix.ci_matrix(chosen, matrix.CI_PYTHON))
         old = target.read_text(encoding="utf-8") if target.is_file() else None
         if old == text:
             print(f"{display_path(target)} is up to date ({m.job_count} jobs)")
@@ -419,13 +420,13 @@ def cmd_report(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace, ws: Workspace) -> int:
-    from . import cache
+    from . import cache, cachescan
 
     max_size, older_than = cache.parse_limits(args.max_size, args.older_than)
     if args.action == "info":
         if max_size is not None or older_than is not None or args.dry_run:
             raise UsageError("--max-size, --older-than and --dry-run go with `cache prune`")
-        data = cache.summary(ws, cache.scan(ws, args.lockfile))
+        data = cache.summary(ws, cachescan.scan(ws, args.lockfile))
         out = json.dumps(data, indent=1) + "\n" if args.format == "json" \
             else cache.format_info(data)
     else:

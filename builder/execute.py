@@ -267,7 +267,7 @@ class Executor:
                                          ("kind", "location", "rev", "sha256")}
             if step.param("kind") == "git":
                 from .runner import capture
-                from .validate import is_full_rev
+                from .semantic import is_full_rev
 
                 rc, out = capture(["git", "-C", str(partial), "rev-parse", "HEAD"])
                 head, rev = out.strip(), step.param("rev")

@@ -21,11 +21,13 @@ from . import backends as registry
 from . import render, targets
 from .errors import Diagnostic, Location, RecipeError, UnsupportedError, UsageError
 from .host import HostFacts
-from .model import Option, OptionValue, Recipe, digest, option_text
+from .kernelsteps import kernel_steps
+from .model import Recipe, digest, option_text
+from .options import OptionOverride, resolve_options
 from .plan import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Variant
 from .recipes import RecipeSet
 from .remote import download_steps
-from .steps import VariantContext, cmake_steps, kernel_steps
+from .steps import VariantContext, cmake_steps
 from .steps import tool as host_tool
 from .subst import SubstitutionError, substitute, variables
 from .system import (
@@ -45,13 +47,6 @@ FORMAT = "builder-1"
 #: besides the compile jobs and their launchers (which the broker counts): builder, cmake,
 #: ninja and the cgroup helper (~45 MB anonymous, measured), page tables, slack
 MIN_RESERVE = 128 * 2**20
-
-
-@dataclass(frozen=True)
-class OptionOverride:
-    recipe: str  # "" = every selected recipe that has the option
-    name: str
-    value: str
 
 
 @dataclass(frozen=True)
@@ -95,73 +90,6 @@ def memory_budget(host: HostFacts, request: Request) -> int:
         return request.memory_budget
     usable = host.memory.usable()
     return max(usable - max(MIN_RESERVE, usable * 3 // 100), 0)
-
-
-def _bool(text: str) -> bool | None:
-    t = text.strip().lower()
-    if t in ("1", "true", "yes", "on"):
-        return True
-    if t in ("0", "false", "no", "off"):
-        return False
-    return None
-
-
-def parse_option_value(opt: Option, raw: str, origin: str) -> OptionValue:
-    """Turn command-line/env text into the option's type, checking allowed values."""
-    text = raw.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        text = text[1:-1]  # legacy knobs are often written with embedded quotes
-    value: OptionValue
-    if opt.type == "bool":
-        b = _bool(text)
-        if b is None:
-            raise UsageError(f"{origin}: option '{opt.name}' is a bool; got '{raw}' "
-                             f"(use true/false)")
-        value = b
-    elif opt.type == "int":
-        try:
-            value = int(text)
-        except ValueError:
-            raise UsageError(f"{origin}: option '{opt.name}' is an int; got '{raw}'") from None
-    elif opt.type == "list":
-        value = tuple(x.strip() for x in text.replace(";", ",").split(",") if x.strip())
-    else:
-        value = text
-    if opt.allowed:
-        items = value if isinstance(value, tuple) else (value,)
-        bad = [i for i in items if i not in opt.allowed]
-        if bad:
-            raise UsageError(f"{origin}: {bad[0]!r} is not an allowed value of option "
-                             f"'{opt.name}' (allowed: {', '.join(map(str, opt.allowed))})")
-    return value
-
-
-
-
-def resolve_options(recipe: Recipe, request: Request,
-                    notes: list[str]) -> dict[str, OptionValue]:
-    env = dict(request.env)
-    values: dict[str, OptionValue] = {o.name: o.default for o in recipe.options}
-    for o in recipe.options:
-        if o.legacy_env and env.get(o.legacy_env):
-            values[o.name] = parse_option_value(o, env[o.legacy_env],
-                                                f"environment {o.legacy_env}")
-            notes.append(f"{recipe.name}: {o.legacy_env} is deprecated; use -o "
-                         f"{recipe.name}:{o.name}={option_text(values[o.name])}")
-        if o.env and env.get(o.env):
-            values[o.name] = parse_option_value(o, env[o.env], f"environment {o.env}")
-    for ov in request.options:
-        if ov.recipe and ov.recipe != recipe.name:
-            continue
-        opt = recipe.option(ov.name)
-        if opt is None:
-            if ov.recipe:
-                known = ", ".join(o.name for o in recipe.options) or "none"
-                raise UsageError(f"-o {ov.recipe}:{ov.name}: recipe '{recipe.name}' has no "
-                                 f"option '{ov.name}' (options: {known})")
-            continue
-        values[ov.name] = parse_option_value(opt, ov.value, f"-o {ov.name}")
-    return values
 
 
 def model_digest(recipe: Recipe) -> str:

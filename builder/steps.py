@@ -5,7 +5,9 @@
   dependents find it in the Conan cache) → publish the stage atomically.
 * Kernel recipes: one compile step per (kernel, arch), each cached under its own
   key (source, flags, toolchain, arch), then one publish step that lays out
-  ``<root>/<backend>/<kernel>/<arch>.<ext>`` with a manifest.
+  ``<root>/<backend>/<kernel>/<arch>.<ext>`` with a manifest (:mod:`builder.kernelsteps`).
+
+This module holds the CMake steps and the steps both kinds share (fetch, tests, wheels).
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from .targets import Platform
 from .wheel import dist_name, wheel_tag
 from .workspace import Workspace
 
-_KERNEL_LANG = {"cuda": "cuda", "rocm": "hip", "metal": "metal"}
 BUILD_TIMEOUT = 4 * 3600
 
 
@@ -180,7 +181,7 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
     partial = str(dest) + ".partial"
     commands: list[tuple[str, ...]] = []
     if src.kind == "git":
-        from .validate import is_full_rev
+        from .semantic import is_full_rev
 
         git = tool(host, "git", "git")
         if is_full_rev(src.rev):
@@ -478,99 +479,3 @@ def _with_hash(step: Step, key: str) -> Step:
     # The variant key covers every input; the step's name tells the steps apart.  (Paths
     # in the commands are left out so that the same build in another folder hashes alike.)
     return replace(step, inputs_hash=digest(key, step.id.rsplit("/", 1)[-1]))
-
-
-def kernels_root(ctx: VariantContext) -> Path:
-    vals = ctx.values()
-    root = substitute(ctx.recipe.install.root or "${env.HOME}/.builder-kernels", vals)
-    if root.startswith("~"):
-        root = ctx.env.get("HOME", "/") + root[1:]
-    return Path(root)
-
-
-def _check_layout(recipe: Recipe, layout: str, backend: str) -> None:
-    """The layout after substitution (options and environment variables included) must
-    stay below ``<root>/<backend>/``: no absolute path, no ``..``."""
-    from .errors import PlanError
-    from .validate import layout_problem
-
-    problem = layout_problem(layout)
-    if not problem and layout.split("/", 1)[0] != backend:
-        problem = f"'{layout}' does not start with the backend's folder '{backend}/'"
-    if problem:
-        raise PlanError(f"{recipe.display}: install.layout {recipe.install.layout!r}: "
-                        f"{problem}\n  fix: keep option and environment values used in "
-                        f"the layout free of '/' and '..'")
-
-
-def kernel_steps(ctx: VariantContext) -> list[Step]:
-    r, v, host = ctx.recipe, ctx.variant, ctx.host
-    be = registry.get(ctx.kind)
-    spec = r.backend(v.backend)
-    assert spec is not None
-    lang = _KERNEL_LANG.get(ctx.kind, "cxx")
-    common = (r.flags.for_build_type(v.build_type) +
-              spec.flags.for_build_type(v.build_type)).get(lang)
-    root = kernels_root(ctx)
-    tree = root / v.backend
-    formats = spec.formats or be.kernel_formats()[:1]
-    be_tool = host.tool(be.tool) if be.tool else None
-    skipped = {a: (rs, fx) for a, rs, fx in ctx.skipped_archs}
-    steps: list[Step] = []
-    artifacts: list[dict[str, str]] = []
-    for k in r.kernels:
-        src_rel = k.source_for(v.backend)
-        if src_rel is None:
-            continue
-        src = str(Path(ctx.source_root()) / src_rel)
-        src_digest = ctx.file_digests.get(src, "")
-        flags = tuple(common) + dict(k.flags).get(v.backend, ())
-        floor = dict(k.min_arch).get(v.backend)
-        for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
-            if floor and be.arch_order(arch) < be.arch_order(floor):
-                continue
-            for fmt in formats:
-                key = digest("kernel-1", v.backend, k.name, arch, fmt, src_digest, flags,
-                              be_tool.version if be_tool else "")
-                entry = ctx.ws.kernel_cache / key[:20]
-                partial = Path(str(entry) + ".partial")
-                kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host,
-                                       fmt)
-                status, reason, fix = _status(v)
-                if arch in skipped:
-                    status, (reason, fix) = SKIP, skipped[arch]
-                elif status == BUILD and key[:20] in ctx.kernel_artifacts:
-                    status = CACHED
-                suffix = f":{fmt}" if len(formats) > 1 else ""
-                steps.append(Step(
-                    id=f"{v.id}/kernel:{k.name}:{arch}{suffix}", kind="kernel", variant=v.id,
-                    commands=kc.commands, env=kc.env, cwd=ctx.source_root(),
-                    inputs_hash=key, outputs=(str(entry / f"{arch}.{fmt}"),), status=status,
-                    reason=reason, fix=fix, params=(("partial", str(partial)),
-                                                    ("entry", str(entry))), timeout=1800))
-                if arch not in skipped:
-                    layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
-                                                                      ext=fmt))
-                    _check_layout(r, layout, v.backend)
-                    artifacts.append({"kernel": k.name, "arch": arch, "format": fmt,
-                                      "path": layout, "cache": str(entry / f"{arch}.{fmt}"),
-                                      "key": key, **be.artifact_facts(arch, host)})
-    fetch = fetch_steps(ctx)
-    if fetch:
-        steps = [replace(st, deps=(*st.deps, fetch[0].id)) for st in steps]
-    status, reason, fix = _status(v)
-    if status == BUILD and ctx.kernel_installs.get(str(tree)) == v.key and \
-            all(s.status != BUILD for s in steps):
-        status = CACHED
-    publish = Step(id=f"{v.id}/publish", kind="publish-kernels", variant=v.id,
-                   deps=tuple(s.id for s in steps if s.status != SKIP), outputs=(str(tree),),
-                   status=status, reason=reason, fix=fix, inputs_hash=v.key,
-                   params=(("tree", str(tree)), ("root", str(root)),
-                           ("artifacts", json.dumps(artifacts, sort_keys=True))))
-    tests, _ = _test_steps(ctx, publish.id, str(tree))
-    if publish.status == CACHED:  # the tests ran against this very tree when it was published
-        tests = [replace(t, status=CACHED) if t.status == BUILD else t for t in tests]
-    wheel = wheel_steps(ctx, str(Path(ctx.source_root()) / r.python.package), publish.id,
-                        native=False)
-    return [*fetch, *steps, publish, *tests, *wheel]
-

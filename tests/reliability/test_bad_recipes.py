@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.errors import BuilderError, PlanError, RecipeError, UsageError
+from builder.options import OptionOverride
 from builder.recipes import RecipeSet, load_recipe
-from builder.resolve import OptionOverride, Request, resolve
+from builder.resolve import Request, resolve
 from builder.state import read_state
 from builder.workspace import Workspace
 from builder.yamlload import MAX_NODES, load_text

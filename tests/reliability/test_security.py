@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from builder.errors import PlanError, RecipeError
+from builder.options import OptionOverride
 from builder.plan import BuildPlan
 from builder.recipes import RecipeSet, load_recipe
-from builder.resolve import OptionOverride, Request, resolve
+from builder.resolve import Request, resolve
 from builder.runner import SubprocessRunner
 from builder.state import read_state
 from builder.workspace import Workspace

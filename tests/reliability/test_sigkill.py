@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import cache
+from builder import cachescan
 from builder.workspace import Workspace
 from tests.reliability.conftest import (
     builder_argv,
@@ -88,7 +88,7 @@ def test_sigkill_at_random_points(project: Path, tmp_path: Path, real_tools: Non
     pruned = subprocess.run(builder_argv(project, state, "cache", "prune"), env=child_env(),
                             capture_output=True, text=True, check=False)
     assert pruned.returncode == 0, pruned.stderr
-    assert not [e for e in cache.scan(Workspace.at(project, state)) if e.kind == "temporary"]
+    assert not [e for e in cachescan.scan(Workspace.at(project, state)) if e.kind == "temporary"]
     final = run_build(project, state, "app")
     assert final.returncode == 0 and "nothing to do" in final.stdout, final.stdout
     assert verify_installs(state) == 2

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import cache
+from builder import cache, cachescan
 from builder.fetch import MARKER
 from builder.state import file_sha256
 from builder.workspace import Workspace
@@ -100,13 +100,13 @@ def ws(tmp_path: Path) -> Workspace:
     return w
 
 
-def by_path(entries: list[cache.Entry]) -> dict[str, cache.Entry]:
+def by_path(entries: list[cachescan.Entry]) -> dict[str, cachescan.Entry]:
     return {e.path: e for e in entries}
 
 
 def test_scan_keeps_what_builds_need(ws: Workspace) -> None:
     s = ws.state
-    e = by_path(cache.scan(ws))
+    e = by_path(cachescan.scan(ws))
     keep = {p for p, x in e.items() if not x.removable}
     go = {p for p, x in e.items() if x.removable}
 
@@ -148,19 +148,19 @@ def test_lockfile_pins_an_older_install(ws: Workspace, tmp_path: Path) -> None:
     lock.write_text(json.dumps({"version": 1, "variants": {"greet/cpu-release": {
         "version": "1.0.0", "archs": [], "options": {"loud": "False"},
         "pins": {"source": "b" * 40}}}}))
-    e = by_path(cache.scan(ws, lock))
+    e = by_path(cachescan.scan(ws, lock))
     old = e[str(ws.state / "install" / "greet" / "cpu-release-aaaaaaaaaaaa")]
     assert old.keep == "pinned by the lockfile"
     assert not e[str(ws.state / "build" / "greet" / "cpu-release-aaaaaaaaaaaa")].removable
     assert e[str(ws.state / "sources" / ("b" * 20))].keep == "pinned by the lockfile"
     # builder.lock in the project is used when no --lockfile is given
     (ws.root / "builder.lock").write_text(lock.read_text())
-    e2 = by_path(cache.scan(ws))
+    e2 = by_path(cachescan.scan(ws))
     assert not e2[old.path].removable
 
 
 def test_select_by_age_and_size(ws: Workspace) -> None:
-    entries = cache.scan(ws)
+    entries = cachescan.scan(ws)
     removable = [e for e in entries if e.removable]
     everything = cache.select(entries)
     assert {e.path for e in everything} == {e.path for e in removable}
@@ -183,19 +183,19 @@ def test_select_by_age_and_size(ws: Workspace) -> None:
 
 
 def test_prune_removes_only_unneeded(ws: Workspace, cli: Callable[..., object]) -> None:
-    before = cache.scan(ws)
+    before = cachescan.scan(ws)
     kept = {e.path for e in before if not e.removable}
     r = cli("--state-dir", str(ws.state), "cache", "prune", "--dry-run", cwd=ws.root)
     assert r.code == 0 and "would remove" in r.out  # type: ignore[attr-defined]
     lock = str(ws.lock_file)  # prune holds the workspace lock
-    assert {e.path for e in cache.scan(ws)} - {lock} == {e.path for e in before}  # dry run
+    assert {e.path for e in cachescan.scan(ws)} - {lock} == {e.path for e in before}  # dry run
     r = cli("--state-dir", str(ws.state), "cache", "prune", "--format", "json", cwd=ws.root)
     data = json.loads(r.out)  # type: ignore[attr-defined]
     assert data["freed"] > 0 and data["total_after"] < data["total_before"]
     for e in before:
         assert Path(e.path).exists() == (e.path in kept), e
     assert not list(ws.state.rglob("*.prune*"))
-    after = cache.scan(ws)
+    after = cachescan.scan(ws)
     assert all(not e.removable for e in after)
 
 
@@ -229,7 +229,7 @@ def test_human_and_ages() -> None:
 
 def test_empty_state(tmp_path: Path) -> None:
     w = Workspace.at(tmp_path, tmp_path / "nothing")
-    assert cache.scan(w) == []
+    assert cachescan.scan(w) == []
     assert cache.prune(w)["freed"] == 0
 
 
@@ -240,6 +240,6 @@ def test_fetched_sources_are_attributed_to_their_recipe(ws: Workspace) -> None:
         f"  rev: {'a' * 40}\nbackends: {{cpu: {{}}}}\n")
     src = ws.state / "sources" / ("b" * 20)
     (src / MARKER).write_text(json.dumps({"location": "https://example.org/g.git"}))
-    e = by_path(cache.scan(ws))
+    e = by_path(cachescan.scan(ws))
     assert e[str(src)].recipe == "g"
     assert cache.summary(ws, list(e.values()))["recipes"]["g"]["sources"] > 0

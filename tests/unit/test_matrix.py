@@ -1,4 +1,5 @@
-"""builder.matrix: nox sessions, the factored CI matrix, posargs checks, the workflow."""
+"""builder.matrix and builder.cimatrix: nox sessions, the factored CI matrix, posargs checks,
+the workflow."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builder import matrix
+from builder import cimatrix, matrix
 from builder.memory.history import History
 from builder.model import PythonSpec, Recipe
 from builder.recipes import RecipeSet
@@ -142,7 +143,7 @@ def test_unknown_session_hint(repo_recipes: list[Recipe]) -> None:
 
 
 def test_ci_matrix_factors_python_independent_recipes(repo_recipes: list[Recipe]) -> None:
-    m = matrix.ci_matrix(repo_recipes)
+    m = cimatrix.ci_matrix(repo_recipes)
     got = [(j.session, j.recipes, j.narrowed) for j in m.jobs]
     assert got == [
         ("build-cpu-3.9", ("libamm",), True),
@@ -173,26 +174,26 @@ def test_ci_matrix_covers_disjoint_python_lists(repo_recipes: list[Recipe]) -> N
     r = by_name(repo_recipes)
     recipes = [replace(r["llaisys"], python=PythonSpec(("3.12", "3.13"), "none")),
                replace(r["gllm-kernels"], python=PythonSpec(("3.9",), "none"))]
-    m = matrix.ci_matrix(recipes)
+    m = cimatrix.ci_matrix(recipes)
     cuda = [(j.python, j.recipes) for j in m.jobs if j.backend == "cuda"]
     assert cuda == [("3.9", ("gllm-kernels",)), ("3.13", ("llaisys",))]
     # with a cpython recipe on the backend, the abi-none one rides on one of its jobs
     cp = replace(r["libamm"], backends=r["llaisys"].backends)
-    m = matrix.ci_matrix([*recipes, cp])
+    m = cimatrix.ci_matrix([*recipes, cp])
     assert [j.python for j in m.jobs if j.backend == "cuda"] == list(ALL)
     assert sum("llaisys" in j.recipes for j in m.jobs if j.backend == "cuda") == 1
 
 
 def test_ci_matrix_narrows_against_the_whole_project(repo_recipes: list[Recipe]) -> None:
     llaisys = [r for r in repo_recipes if r.name == "llaisys"]
-    m = matrix.ci_matrix(llaisys, project=repo_recipes)
+    m = cimatrix.ci_matrix(llaisys, project=repo_recipes)
     assert [" ".join(j.nox_args) for j in m.jobs] == ["-s build-cpu-3.11 -- llaisys",
                                                       "-s build-cuda-3.11 -- llaisys"]
     assert m.unfactored == 10
 
 
 def test_fixture_project_matrix_notes_the_default(fixture_recipes: list[Recipe]) -> None:
-    m = matrix.ci_matrix(fixture_recipes, "3.11")
+    m = cimatrix.ci_matrix(fixture_recipes, "3.11")
     assert [(j.session, j.recipes) for j in m.jobs] == [
         ("build-cpu-3.11", ("app", "greet")), ("build-cuda-3.11", ("kern", "vecadd"))]
     assert any("greet lists no python.versions" in n for n in m.notes)
@@ -200,7 +201,7 @@ def test_fixture_project_matrix_notes_the_default(fixture_recipes: list[Recipe])
 
 def test_estimate_from_build_history(tmp_path: Path, repo_recipes: list[Recipe]) -> None:
     r = by_name(repo_recipes)
-    src = matrix.source_roots(r["llaisys"], tmp_path)
+    src = cimatrix.source_roots(r["llaisys"], tmp_path)
     assert src == (r["llaisys"].sources[0].location,)
     h = History(tmp_path / "memory-history.json")
     h.record("k1", f"{src[0]}/src/ops/add.cpp", 100 << 20, 12.5)
@@ -208,10 +209,10 @@ def test_estimate_from_build_history(tmp_path: Path, repo_recipes: list[Recipe])
     h.record("k3", "/elsewhere/x.cpp", 1, 99.0)
     h.record("k4", f"{src[0]}/src/ops/nvidia/add.cu", 1, 8.0)  # only cuda compiles it
     h.save()
-    hist = matrix.read_history(tmp_path / "memory-history.json")
-    assert matrix.read_history(tmp_path / "missing.json") == {}
-    roots = {n: matrix.source_roots(rec, tmp_path) for n, rec in r.items()}
-    m = matrix.ci_matrix(repo_recipes, history=hist, roots=roots)
+    hist = cimatrix.read_history(tmp_path / "memory-history.json")
+    assert cimatrix.read_history(tmp_path / "missing.json") == {}
+    roots = {n: cimatrix.source_roots(rec, tmp_path) for n, rec in r.items()}
+    m = cimatrix.ci_matrix(repo_recipes, history=hist, roots=roots)
     jobs = {j.session: j for j in m.jobs}
     assert jobs["build-cpu-3.11"].cpu_seconds == 42.5
     assert jobs["build-cpu-3.11"].estimate == "42s + unknown (libamm)"
@@ -219,14 +220,14 @@ def test_estimate_from_build_history(tmp_path: Path, repo_recipes: list[Recipe])
     assert jobs["build-cpu-3.9"].cpu_seconds is None
     assert jobs["build-cuda-3.11"].to_json()["seconds_by_recipe"] == {
         "gllm-kernels": None, "llaisys": 50.5}
-    assert matrix.recipe_seconds(["/elsewhere"], {"/elsewhere/a.cu": 3661.0}, "cuda") == 3661.0
-    assert matrix.recipe_seconds(["/elsewhere"], {"/elsewhere/a.cu": 3661.0}, "cpu") is None
-    assert matrix.Job("cpu", "3.11", ("x",), False, matrix.RUNNERS["cpu"],
+    assert cimatrix.recipe_seconds(["/elsewhere"], {"/elsewhere/a.cu": 3661.0}, "cuda") == 3661.0
+    assert cimatrix.recipe_seconds(["/elsewhere"], {"/elsewhere/a.cu": 3661.0}, "cpu") is None
+    assert cimatrix.Job("cpu", "3.11", ("x",), False, cimatrix.RUNNERS["cpu"],
                       (("x", 3661.0),)).estimate == "1h01m"
 
 
 def test_formats(repo_recipes: list[Recipe]) -> None:
-    m = matrix.ci_matrix(repo_recipes)
+    m = cimatrix.ci_matrix(repo_recipes)
     gh = m.github()
     assert len(gh["include"]) == 8
     assert gh["include"][0] == {
@@ -245,15 +246,15 @@ def test_formats(repo_recipes: list[Recipe]) -> None:
 
 def test_committed_workflow_matches_the_generator() -> None:
     committed = REPO / ".github" / "workflows" / "build.yml"
-    want = matrix.workflow(matrix.ci_matrix(RecipeSet.load(REPO / "recipes").recipes))
+    want = cimatrix.workflow(cimatrix.ci_matrix(RecipeSet.load(REPO / "recipes").recipes))
     assert committed.is_file(), "run `builder matrix --write-workflow`"
     assert committed.read_text(encoding="utf-8") == want, \
         "the workflow is stale: run `builder matrix --write-workflow` and commit it"
 
 
 def test_workflow_runs_each_job_through_nox(repo_recipes: list[Recipe]) -> None:
-    m = matrix.ci_matrix(repo_recipes)
-    wf = yaml.safe_load(matrix.workflow(m))
+    m = cimatrix.ci_matrix(repo_recipes)
+    wf = yaml.safe_load(cimatrix.workflow(m))
     jobs = wf["jobs"]
     assert list(jobs) == [j.job_id for j in m.jobs]
     for j in m.jobs:
@@ -275,7 +276,7 @@ def test_workflow_runs_each_job_through_nox(repo_recipes: list[Recipe]) -> None:
 def test_cli_matrix(project: Path, cli: Callable[..., CliResult]) -> None:
     r = cli("matrix", "--format", "json", cwd=project)
     assert r.code == 0, r.err
-    want = matrix.ci_matrix(RecipeSet.load(project / "recipes").recipes)
+    want = cimatrix.ci_matrix(RecipeSet.load(project / "recipes").recipes)
     assert json.loads(r.out)["job_count"] == want.job_count
     r = cli("matrix", "app", "kern", "--format", "github", cwd=project)
     assert [e["session"] for e in json.loads(r.out)["include"]] == ["build-cpu-3.11",

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from builder.errors import UnsupportedError, UsageError
+from builder.options import OptionOverride
 from builder.plan import BUILD, CACHED, SKIP, BuildPlan
 from builder.recipes import RecipeSet
-from builder.resolve import OptionOverride, Request, resolve
+from builder.resolve import Request, resolve
 from builder.state import read_state
 from builder.workspace import Workspace
 from tests.conftest import REPO, host

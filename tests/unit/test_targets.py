@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import matrix, targets
+from builder import cimatrix, matrix, targets
 from builder.errors import RecipeError, UsageError
 from builder.host import HostFacts, ToolInfo
 from builder.plan import BUILD, SKIP, BuildPlan
@@ -294,7 +294,7 @@ def test_sessions_and_runners_of_the_target_backends() -> None:
     nocross = without(linux, "aarch64-linux-gnu-g++")
     why = matrix.session_unavailable(arm, nocross)
     assert why is not None and "aarch64-linux-gnu-g++" in why.reason
-    jobs = {j.session: j for j in matrix.ci_matrix(
+    jobs = {j.session: j for j in cimatrix.ci_matrix(
         [r for r in recipes if r.name == "greetx"]).jobs}
     assert jobs["build-macos-3.11"].runner.runs_on == "macos-14"
     arm_runner = jobs["build-arm-3.11"].runner

@@ -9,8 +9,8 @@ import pytest
 
 from builder.errors import PlanError
 from builder.lockfile import check, lock_data
+from builder.options import OptionOverride
 from builder.plan import BUILD, SKIP
-from builder.resolve import OptionOverride
 from builder.system import upstream_version
 from tests.unit.test_resolve import plan_for
 
