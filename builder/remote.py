@@ -112,11 +112,6 @@ def explain(remote: str, output: str) -> tuple[str, str]:
              f"CONAN_PASSWORD_{env_var(remote)} to an account of that server")
     # status codes as whole words: the URL's port (e.g. :40311) must not read as HTTP 403
     codes = set(re.findall(r"(?<![\w:.])(40[13])(?![\w.])", text))
-    if any(m in text for m in ("connection refused", "max retries", "failed to establish",
-                               "name or service not known", "timed out", "unreachable")):
-        return "cannot be reached (connection refused or timed out)", \
-            "start the server or check its URL (builder remote list); pass " \
-            "--remote-optional to build locally while it is down"
     if "wrong user or password" in text or "authenticationexception" in text or \
             ("401" in codes and "unauthorized" in text):
         return "refused the credentials", creds
@@ -126,6 +121,11 @@ def explain(remote: str, output: str) -> tuple[str, str]:
     if "can't be found or is disabled" in text:
         return "is not configured in builder's Conan home", \
             f"builder remote add {remote} URL"
+    if any(m in text for m in ("connection refused", "max retries", "failed to establish",
+                               "name or service not known", "timed out", "unreachable")):
+        return "cannot be reached (connection refused or timed out)", \
+            "start the server or check its URL (builder remote list); pass " \
+            "--remote-optional to build locally while it is down"
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     last = next((ln for ln in reversed(lines) if ln.startswith("ERROR")),
                 lines[-1] if lines else "no output")
