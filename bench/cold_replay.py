@@ -6,7 +6,7 @@ Each job's true peak, CPU time and memory curve come from a history measured by 
 replay runs what the broker runs — :func:`policy.admit` every tick, estimates from the
 recipe (:func:`estimate.estimate`, globs and umbrella headers scanned from
 ``sources/libamm``), learning from finished siblings (:class:`broker.Learned`,
-:func:`estimate.learned`) — on a virtual clock where every job runs at one CPU second
+:func:`broker.relearn`) — on a virtual clock where every job runs at one CPU second
 per second and holds ``peak × curve(progress)``.  It prints the wall time of:
 
 * the cold build as builder runs it, and with history (every job measured);
@@ -29,8 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder.memory.broker import LAUNCHER_BYTES, Learned  # noqa: E402
-from builder.memory.estimate import Estimate, estimate, learned, scan_includes  # noqa: E402
+from builder.memory.broker import LAUNCHER_BYTES, Learned, relearn  # noqa: E402
+from builder.memory.estimate import Estimate, estimate, scan_includes  # noqa: E402
 from builder.memory.policy import Job, Running, admit, curve_at  # noqa: E402
 from builder.recipes import load_recipe  # noqa: E402
 from builder.resolve import MIN_RESERVE  # noqa: E402
@@ -66,16 +66,15 @@ def replay(truth: Truth, estimates: dict[str, Estimate], budget: int, slots: int
     known: dict[str, Learned] = {}
     now = 0.0
     while waiting or running:
-        for f in waiting:  # the broker's _learn
+        holding: dict[str, int] = {}
+        for g, (_, st) in running.items():
+            for group in {estimates[g].group, estimates[g].family} - {""}:
+                holding[group] = max(holding.get(group, 0), int(held(truth, g, now - st)))
+        for f in waiting:  # the broker's _learn (it re-estimates jobs of a group only)
             est = estimates[f]
-            via = est.group if est.group in known else est.family
-            got = known.get(via) if est.group and via else None
-            if got is None:
+            new = relearn(est, known, holding) if est.group else None
+            if new is None:
                 continue
-            holding = max([held(truth, g, now - st) for g, (_, st) in running.items()
-                           if via in (estimates[g].group, estimates[g].family)], default=0.0)
-            new = learned(est, int(max(got.peak, holding)), got.cpu, got.curve,
-                          got.agreed and holding <= got.peak, got.slowest, via)
             reserve = new.reserve if learn_margin is None else int(new.peak * learn_margin)
             jobs[f] = replace(jobs[f], estimate=reserve, seconds=new.cpu, curve=new.curve,
                               span=new.span)

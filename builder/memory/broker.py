@@ -19,6 +19,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,21 @@ class Learned:
     def agreed(self) -> bool:
         """The two largest peaks are within 2 % of each other."""
         return self.count >= 2 and self.peak - self.second <= 0.02 * self.peak
+
+
+def relearn(est: Estimate, known: Mapping[str, Learned], holding: Mapping[str, int]
+            ) -> Estimate | None:
+    """``est`` re-estimated from what its group — or, until one of its group was measured,
+    its umbrella header's family — measured so far in this build (``known``); None when
+    neither has.  The peak is at least what the group's running jobs hold now
+    (``holding``): a first sibling to finish may be the lightest."""
+    via = est.group if est.group in known else est.family
+    got = known.get(via) if via else None
+    if got is None:
+        return None
+    held = holding.get(via, 0)
+    return learned(est, max(got.peak, held), got.cpu, got.curve,
+                   got.agreed and held <= got.peak, got.slowest, via)
 
 
 @dataclass
@@ -312,25 +328,18 @@ class Broker:
         self.cond.notify_all()
 
     def _learn(self) -> None:
-        """Re-estimate waiting jobs whose group — or, until then, whose umbrella header's
-        family — measured a job in this build (a cold build's first TU of a glob tells
-        what its siblings will need).  The peak learned is at least what the group's
-        running jobs hold now: a first sibling to finish may be the lightest."""
+        """Re-estimate waiting jobs from what their group measured in this build
+        (:func:`relearn`: a cold build's first TU of a glob tells what its siblings will
+        need)."""
         holding: dict[str, int] = {}
         for live in self.running.values():
             for g in live.rec.groups:
                 holding[g] = max(holding.get(g, 0), live.rss)
         for i, job in enumerate(self.waiting):
             est = self._estimates.get(job.id)
-            if est is None:
+            new = relearn(est, self.learned, holding) if est is not None else None
+            if new is None:
                 continue
-            via = est.group if est.group in self.learned else est.family
-            got = self.learned.get(via) if via else None
-            if got is None:
-                continue
-            held = holding.get(via, 0)
-            new = learned(est, max(got.peak, held), got.cpu, got.curve,
-                          got.agreed and held <= got.peak, got.slowest, via)
             rec = next(r for r in reversed(self.records) if r.id == job.id)
             cpu = new.cpu if self.cfg.time_model else 0.0
             curve, span = (new.curve, new.span) if cpu else ((), 0.0)

@@ -136,11 +136,6 @@ def _rss(pid: int) -> int:
         return 0
 
 
-def tree_rss(root: int) -> int:
-    """Anonymous resident memory of ``root`` and all its descendants, now."""
-    return sum(_rss(pid) for pid in descendants(root))
-
-
 def tree_sample(root: int) -> tuple[int, float, int]:
     """(anonymous resident bytes, CPU seconds so far, processes) of ``root`` and its
     descendants."""

@@ -45,7 +45,6 @@ def test_tree_sample_sees_every_descendant(tree: int, children_files: bool,
     assert sorted(pids) == sorted(launcher._tree(tree, launcher._table()))
     rss, cpu, n = launcher.tree_sample(tree)
     assert n == 3 and rss >= 80 * 2**20 and cpu > 0
-    assert launcher.tree_rss(tree) >= 80 * 2**20
 
 
 def test_signal_tree_stops_and_continues_every_descendant(tree: int) -> None:
