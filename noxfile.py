@@ -2,7 +2,7 @@
 (`nox -s build-cuda-3.11 -- gllm-kernels -o kernels_root=/tmp/k` narrows one and passes
 builder options through), and tests, lint, typecheck (what a bare `nox` runs).
 
-Sessions come from the recipes through builder.matrix (the code behind `builder matrix`).
+Sessions come from the recipes through builder.ci.sessions (the code behind `builder matrix`).
 builder runs on the interpreter running nox; each build session's uv venv, made from the
 interpreter builder's host probe found for its version, installs and imports the built
 wheels and runs the recipes' Python tests against them. A session this host cannot run
@@ -26,10 +26,10 @@ sys.path.insert(0, str(ROOT))  # builder from this checkout, installed or not
 
 from builder import matrix  # noqa: E402
 from builder.errors import BuilderError  # noqa: E402
-from builder.host import HostFacts, probe  # noqa: E402
-from builder.model import Recipe  # noqa: E402
-from builder.recipes import RecipeSet  # noqa: E402
-from builder.workspace import Workspace  # noqa: E402
+from builder.host.facts import HostFacts, probe  # noqa: E402
+from builder.recipe.model import Recipe  # noqa: E402
+from builder.recipe.recipeset import RecipeSet  # noqa: E402
+from builder.workspace.paths import Workspace  # noqa: E402
 
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")  # else uv tries to download, slowly
 nox.options.default_venv_backend = "uv"

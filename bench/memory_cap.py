@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from builder.memory import cgroup  # noqa: E402
-from builder.validate import parse_size  # noqa: E402
+from builder.recipe.validate import parse_size  # noqa: E402
 
 PY = sys.executable
 

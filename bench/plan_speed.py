@@ -21,11 +21,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder.host import load_host_facts  # noqa: E402
-from builder.recipes import RecipeSet  # noqa: E402
-from builder.resolve import Request, resolve  # noqa: E402
-from builder.state import read_state  # noqa: E402
-from builder.workspace import Workspace  # noqa: E402
+from builder.host.facts import load_host_facts  # noqa: E402
+from builder.recipe.recipeset import RecipeSet  # noqa: E402
+from builder.resolve.resolver import Request, resolve  # noqa: E402
+from builder.workspace.paths import Workspace  # noqa: E402
+from builder.workspace.state import read_state  # noqa: E402
 
 RECIPE = """\
 package:

@@ -1,6 +1,6 @@
 """The one exception hierarchy of builder.
 
-Core code raises these; only :func:`builder.cli.main` prints them and turns them
+Core code raises these; only :func:`builder.cli.main.main` prints them and turns them
 into an exit status.  Each class carries its exit code, documented in the README:
 
 ====  =======================================================

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.cli import main
-from builder.host import HostFacts, load_host_facts
-from builder.runner import Runner
+from builder.cli.main import main
+from builder.host.facts import HostFacts, load_host_facts
+from builder.util.runner import Runner
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"

@@ -9,13 +9,10 @@ installed ROCm device libraries) is consulted through :class:`HostFacts`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
-from typing import Any, Protocol
+from typing import Protocol
 
-from ..host import HostFacts
+from builder.host.facts import HostFacts
 
 
 @dataclass(frozen=True)
@@ -82,17 +79,11 @@ def digits_order(arch: str) -> tuple[int, str]:
     return (int(digits) if digits else 0, arch)
 
 
-@cache
-def data_table(name: str) -> Any:
-    text = resources.files("builder").joinpath("data", name).read_text(encoding="utf-8")
-    return json.loads(text)
-
-
 def _registry() -> dict[str, Backend]:
-    from .cpu import CpuBackend
-    from .cuda import CudaBackend
-    from .metal import MetalBackend
-    from .rocm import RocmBackend
+    from builder.backends.cpu import CpuBackend
+    from builder.backends.cuda import CudaBackend
+    from builder.backends.metal import MetalBackend
+    from builder.backends.rocm import RocmBackend
 
     items: list[Backend] = [CpuBackend(), CudaBackend(), RocmBackend(), MetalBackend()]
     return {b.name: b for b in items}

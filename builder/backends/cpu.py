@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..host import HostFacts
-from . import KernelCommand, Unavailable
+from builder.backends import KernelCommand, Unavailable
+from builder.host.facts import HostFacts
 
 
 class CpuBackend:

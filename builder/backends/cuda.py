@@ -12,8 +12,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ..host import HostFacts
-from . import KernelCommand, Unavailable, data_table
+from builder.backends import KernelCommand, Unavailable
+from builder.host.facts import HostFacts
+from builder.resources import data_table
 
 
 def _table() -> Any:

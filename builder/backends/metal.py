@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..host import HostFacts
-from . import KernelCommand, Unavailable, data_table, digits_order
+from builder.backends import KernelCommand, Unavailable, digits_order
+from builder.host.facts import HostFacts
+from builder.resources import data_table
 
 
 def _table() -> Any:

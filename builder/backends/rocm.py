@@ -12,8 +12,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ..host import HostFacts
-from . import KernelCommand, Unavailable, data_table, digits_order
+from builder.backends import KernelCommand, Unavailable, digits_order
+from builder.host.facts import HostFacts
+from builder.resources import data_table
 
 
 def _table() -> Any:

@@ -24,9 +24,19 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .estimate import Estimate, estimate, learned, ramp_model, scan_includes
-from .history import History, flags_hash, job_key
-from .policy import Job, Model, Running, admit, ahead_of, envelope, guard, sped_up, upper
+from builder.memory.estimate import Estimate, estimate, learned, ramp_model, scan_includes
+from builder.memory.history import History, flags_hash, job_key
+from builder.memory.policy import (
+    Job,
+    Model,
+    Running,
+    admit,
+    ahead_of,
+    envelope,
+    guard,
+    sped_up,
+    upper,
+)
 
 #: compiler caches that may be chained after the launcher: a hit runs no compiler, so its
 #: measurement says nothing about the compile (sccache compiles in its server, out of sight)

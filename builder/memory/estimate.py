@@ -21,8 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..backends import data_table
-from .policy import Model, upper
+from builder.memory.policy import Model, upper
+from builder.resources import data_table
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 CUDA_SUFFIXES = (".cu",)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import matrix
-from builder.host import probe
-from builder.recipes import RecipeSet
+from builder.ci import sessions as matrix
+from builder.host.facts import probe
+from builder.recipe.recipeset import RecipeSet
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("nox") is None,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.fetch import FetchError, extract
-from builder.runner import RecordingRunner
+from builder.source.fetch import FetchError, extract
+from builder.util.runner import RecordingRunner
 from tests.functional.conftest import need
 
 pytestmark = pytest.mark.functional

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from builder.lock import workspace_lock
-from builder.plan import BuildPlan
-from builder.runner import RecordingRunner
-from builder.workspace import Workspace
+from builder.plan.model import BuildPlan
+from builder.util.runner import RecordingRunner
+from builder.workspace.lock import workspace_lock
+from builder.workspace.paths import Workspace
 from tests.conftest import FIXTURES, REPO
 
 
@@ -126,8 +126,8 @@ def test_recipe_by_path_anywhere(tmp_path: Path, project: Path, cli) -> None:  #
 def test_locked_workspace_no_wait(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
     ws = Workspace.at(project)
     code = (f"import sys,time; sys.path.insert(0, {str(REPO)!r});"
-            "from pathlib import Path; from builder.lock import workspace_lock;"
-            "from builder.workspace import Workspace;"
+            "from pathlib import Path; from builder.workspace.lock import workspace_lock;"
+            "from builder.workspace.paths import Workspace;"
             f"ctx = workspace_lock(Workspace.at(Path({str(project)!r})));"
             "ctx.__enter__(); print('locked', flush=True); time.sleep(30)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

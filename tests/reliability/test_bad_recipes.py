@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.errors import BuilderError, PlanError, RecipeError, UsageError
-from builder.options import OptionOverride
-from builder.recipes import RecipeSet, load_recipe
-from builder.resolve import Request, resolve
-from builder.state import read_state
-from builder.workspace import Workspace
-from builder.yamlload import MAX_NODES, load_text
+from builder.recipe.recipeset import RecipeSet, load_recipe
+from builder.recipe.yamlload import MAX_NODES, load_text
+from builder.resolve.options import OptionOverride
+from builder.resolve.resolver import Request, resolve
+from builder.workspace.paths import Workspace
+from builder.workspace.state import read_state
 from tests.conftest import FIXTURES, REPO, host
 
 #: the fixture recipes, and the project's own (which use nearly every schema feature)

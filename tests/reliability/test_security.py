@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from builder.errors import PlanError, RecipeError
-from builder.options import OptionOverride
-from builder.plan import BuildPlan
-from builder.recipes import RecipeSet, load_recipe
-from builder.resolve import Request, resolve
-from builder.runner import SubprocessRunner
-from builder.state import read_state
-from builder.workspace import Workspace
+from builder.plan.model import BuildPlan
+from builder.recipe.recipeset import RecipeSet, load_recipe
+from builder.resolve.options import OptionOverride
+from builder.resolve.resolver import Request, resolve
+from builder.util.runner import SubprocessRunner
+from builder.workspace.paths import Workspace
+from builder.workspace.state import read_state
 from tests.conftest import REPO, host
 
 EVIL = "a b; rm -rf / $(touch PWNED) `touch PWNED` \"' && echo x > PWNED\n#"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import cachescan
-from builder.workspace import Workspace
+from builder.workspace import usage as cachescan
+from builder.workspace.paths import Workspace
 from tests.reliability.conftest import (
     builder_argv,
     child_env,

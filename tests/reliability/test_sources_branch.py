@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from builder.errors import RecipeError
-from builder.recipes import load_recipe
-from builder.runner import RecordingRunner
+from builder.recipe.recipeset import load_recipe
+from builder.util.runner import RecordingRunner
 from tests.functional.conftest import need
 from tests.functional.test_sources import RECIPE, _git, _greet_repo
 from tests.reliability.test_security import plan

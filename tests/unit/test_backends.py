@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from builder import backends
-from builder.host import ToolInfo
+from builder.host.facts import ToolInfo
 from tests.conftest import host
 
 

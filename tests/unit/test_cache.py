@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from builder import cache, cachescan
-from builder.fetch import MARKER
-from builder.state import file_sha256
-from builder.workspace import Workspace
+from builder.source.fetch import MARKER
+from builder.workspace import prune as cache
+from builder.workspace import usage as cachescan
+from builder.workspace.paths import Workspace
+from builder.workspace.state import file_sha256
 
 DAY = 86400.0
 NOW = time.time()
@@ -144,7 +145,7 @@ def test_scan_keeps_what_builds_need(ws: Workspace) -> None:
 
 
 def test_lockfile_pins_an_older_install(ws: Workspace, tmp_path: Path) -> None:
-    lock = tmp_path / "builder.lock"
+    lock = tmp_path / "builder.workspace.lock"
     lock.write_text(json.dumps({"version": 1, "variants": {"greet/cpu-release": {
         "version": "1.0.0", "archs": [], "options": {"loud": "False"},
         "pins": {"source": "b" * 40}}}}))
@@ -153,8 +154,8 @@ def test_lockfile_pins_an_older_install(ws: Workspace, tmp_path: Path) -> None:
     assert old.keep == "pinned by the lockfile"
     assert not e[str(ws.state / "build" / "greet" / "cpu-release-aaaaaaaaaaaa")].removable
     assert e[str(ws.state / "sources" / ("b" * 20))].keep == "pinned by the lockfile"
-    # builder.lock in the project is used when no --lockfile is given
-    (ws.root / "builder.lock").write_text(lock.read_text())
+    # builder.workspace.lock in the project is used when no --lockfile is given
+    (ws.root / "builder.workspace.lock").write_text(lock.read_text())
     e2 = by_path(cachescan.scan(ws))
     assert not e2[old.path].removable
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.docs import markdown
-from builder.recipes import RecipeSet, load_recipe
+from builder.recipe.docs import markdown
+from builder.recipe.recipeset import RecipeSet, load_recipe
 from tests.conftest import REPO
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

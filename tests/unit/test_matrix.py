@@ -1,4 +1,4 @@
-"""builder.matrix and builder.cimatrix: nox sessions, the factored CI matrix, posargs checks,
+"""builder.ci.sessions and builder.ci.jobs: nox sessions, the factored CI matrix, posargs checks,
 the workflow."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builder import cimatrix, matrix
+from builder.ci import jobs as cimatrix
+from builder.ci import sessions as matrix
 from builder.memory.history import History
-from builder.model import PythonSpec, Recipe
-from builder.recipes import RecipeSet
+from builder.recipe.model import PythonSpec, Recipe
+from builder.recipe.recipeset import RecipeSet
 from tests.conftest import FIXTURES, REPO, CliResult, host
 
 ALL = ("3.9", "3.10", "3.11", "3.12", "3.13")

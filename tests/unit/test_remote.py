@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builder import remote
-from builder.plan import BUILD, CACHED, DOWNLOAD
-from builder.recipes import RecipeSet
-from builder.resolve import Request, resolve
-from builder.state import read_state
-from builder.workspace import Workspace
+from builder.plan.model import BUILD, CACHED, DOWNLOAD
+from builder.recipe.recipeset import RecipeSet
+from builder.remote import conan as remote
+from builder.resolve.resolver import Request, resolve
+from builder.workspace.paths import Workspace
+from builder.workspace.state import read_state
 from tests.conftest import host
 
 

@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from builder import report
-from builder.record import step_key
-from builder.workspace import Workspace
+from builder.execute.record import step_key
+from builder.report import page as report
+from builder.workspace.paths import Workspace
 
 
 def _record(ws: Workspace) -> None:
@@ -68,8 +68,8 @@ def test_step_keys_survive_input_changes() -> None:
 def test_live_progress_shows_memory_and_eta() -> None:
     from rich.console import Console
 
-    from builder.plan import BuildPlan, Step
-    from builder.progress import LiveProgress
+    from builder.cli.progress import LiveProgress
+    from builder.plan.model import BuildPlan, Step
 
     plan = BuildPlan(variants=(), steps=(Step(id="lib/cpu-release-aaaaaaaaaaaa/build",
                                               kind="build", variant="lib/x"),),

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from builder.errors import UnsupportedError, UsageError
-from builder.options import OptionOverride
-from builder.plan import BUILD, CACHED, SKIP, BuildPlan
-from builder.recipes import RecipeSet
-from builder.resolve import Request, resolve
-from builder.state import read_state
-from builder.workspace import Workspace
+from builder.plan.model import BUILD, CACHED, SKIP, BuildPlan
+from builder.recipe.recipeset import RecipeSet
+from builder.resolve.options import OptionOverride
+from builder.resolve.resolver import Request, resolve
+from builder.workspace.paths import Workspace
+from builder.workspace.state import read_state
 from tests.conftest import REPO, host
 
 GOLDEN = REPO / "tests" / "golden"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from builder.subst import SubstitutionError, is_known, substitute, variables
+from builder.recipe.subst import SubstitutionError, is_known, substitute, variables
 
 
 def test_substitute_replaces_known_values_only() -> None:

@@ -11,16 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from builder import cimatrix, matrix, targets
+from builder.backends import platforms as targets
+from builder.ci import jobs as cimatrix
+from builder.ci import sessions as matrix
 from builder.errors import RecipeError, UsageError
-from builder.host import HostFacts, ToolInfo
-from builder.plan import BUILD, SKIP, BuildPlan
-from builder.recipes import RecipeSet
-from builder.resolve import Request, resolve
-from builder.runner import RecordingRunner
-from builder.state import read_state
-from builder.system import needed_packages
-from builder.workspace import Workspace
+from builder.host.facts import HostFacts, ToolInfo
+from builder.plan.model import BUILD, SKIP, BuildPlan
+from builder.recipe.recipeset import RecipeSet
+from builder.resolve.resolver import Request, resolve
+from builder.resolve.system import needed_packages
+from builder.util.runner import RecordingRunner
+from builder.workspace.paths import Workspace
+from builder.workspace.state import read_state
 from tests.conftest import FIXTURES, REPO, host
 
 ENV = (("HOME", "/home/user"),)
@@ -314,7 +316,7 @@ def test_host_facts_round_trip_keeps_the_cross_compilers() -> None:
 
 def test_probe_tells_native_and_foreign_architecture_packages_apart(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from builder import host as host_mod
+    from builder.host import facts as host_mod
 
     def fake_capture(argv: list[str], timeout: float = 20.0) -> tuple[int, str]:
         if argv[-1] == "--print-architecture":
@@ -326,7 +328,7 @@ def test_probe_tells_native_and_foreign_architecture_packages_apart(
                    "dpkg-query: no packages found matching libprotobuf-dev:arm64\n")
 
     monkeypatch.setattr(host_mod, "capture", fake_capture)
-    monkeypatch.setattr("builder.host.shutil.which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr("builder.host.facts.shutil.which", lambda name: f"/usr/bin/{name}")
     got = dict(host_mod._probe_system_packages(host_mod._ProbeCache(None), (
         "libgtest-dev", "libgtest-dev:arm64", "libgoogle-glog-dev:arm64", "libprotobuf-dev",
         "libprotobuf-dev:arm64", "protobuf-compiler")))

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from builder.errors import PlanError
-from builder.lockfile import check, lock_data
-from builder.options import OptionOverride
-from builder.plan import BUILD, SKIP
-from builder.system import upstream_version
+from builder.plan.model import BUILD, SKIP
+from builder.resolve.options import OptionOverride
+from builder.resolve.system import upstream_version
+from builder.workspace.pins import check, lock_data
 from tests.unit.test_resolve import plan_for
 
 DEPS = """\
@@ -107,7 +107,7 @@ def test_exact_cuda_pin(project: Path) -> None:
 
 def test_lockfile_refuses_differences(project: Path, tmp_path: Path) -> None:
     plan = plan_for(project, ["app"], "linux-cuda13")
-    lock = tmp_path / "builder.lock"
+    lock = tmp_path / "builder.workspace.lock"
     lock.write_text(json.dumps(lock_data(plan)))
     check(plan, lock)  # identical: fine
     loud = plan_for(project, ["app"], "linux-cuda13",
@@ -130,7 +130,7 @@ def test_lockfile_refuses_differences(project: Path, tmp_path: Path) -> None:
 ])
 def test_system_versions_against_exact_refs_and_conan_ranges(have: str, wanted: str,
                                                              ok: bool) -> None:
-    from builder.system import version_matches
+    from builder.resolve.system import version_matches
 
     assert version_matches(have, wanted) is ok
 
@@ -160,10 +160,10 @@ def test_a_compiler_without_a_shared_libstdcxx_is_refused_for_system_cxx_deps(
     into each shared library; with glog/protobuf from the system that crashed in glog."""
     from dataclasses import replace
 
-    from builder.recipes import RecipeSet
-    from builder.resolve import Request, resolve
-    from builder.state import read_state
-    from builder.workspace import Workspace
+    from builder.recipe.recipeset import RecipeSet
+    from builder.resolve.resolver import Request, resolve
+    from builder.workspace.paths import Workspace
+    from builder.workspace.state import read_state
     from tests.conftest import host
 
     facts = host("linux-cuda13")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from builder.errors import RecipeError
-from builder.recipes import RecipeSet, load_recipe
+from builder.recipe.recipeset import RecipeSet, load_recipe
 
 GOOD = """\
 package:

@@ -7,7 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from builder.wheel import build_wheel, wheel_tag
+from builder.wheels.build import build_wheel, wheel_tag
 
 
 def test_tags() -> None:

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from builder.errors import RecipeError
-from builder.yamlload import load_text
+from builder.recipe.yamlload import load_text
 
 
 def test_yaml_1_2_scalars_and_positions() -> None:

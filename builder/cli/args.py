@@ -1,0 +1,193 @@
+"""The ``builder`` command line's arguments: every subcommand, its options and their help
+(what ``builder --help`` and ``builder <command> --help`` print)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from builder import __version__
+from builder.resolve.options import OptionOverride
+
+EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe
+or host-facts file; 4 cannot be planned on this host (missing tool, unsupported arch);
+5 workspace locked (--no-wait); 6 a Conan remote is unknown, down or refuses the
+credentials; 130 interrupted."""
+
+
+def _size(text: str) -> int:
+    from builder.recipe.validate import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 6GiB or 800MiB)") from None
+
+
+def _option(text: str) -> OptionOverride:
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        raise argparse.ArgumentTypeError(f"expected name=value or recipe:name=value, got "
+                                         f"{text!r}")
+    recipe, colon, opt = name.partition(":")
+    return OptionOverride(recipe, opt, value) if colon else OptionOverride("", name, value)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="builder", description="Declarative builds of native GPU/ML libraries: YAML "
+        "recipes → a plan you can read → Conan 2 + CMake/Ninja builds.", epilog=EPILOG)
+    p.add_argument("--version", action="version", version=f"builder {__version__}")
+    p.add_argument("-C", "--project", type=Path, default=None, metavar="DIR",
+                   help="project folder holding recipes/ (default: the current folder or the "
+                        "nearest parent with a recipes/ folder)")
+    p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                   help="where builds, caches, logs and the Conan home live (default: "
+                        "$BUILDER_STATE_DIR, else <project>/.builder)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    v = sub.add_parser("validate", help="check recipes against the schema and each other",
+                       description="Validate recipe files (default: every recipe of the "
+                       "project). Errors name file:line:col and a hint.")
+    v.add_argument("recipes", nargs="*", help="recipe names or paths to .yaml files")
+
+    h = sub.add_parser("host", help="show what this machine offers",
+                       description="CPUs, memory budget, toolchains and their GPU archs, "
+                       "Python interpreters.")
+    h.add_argument("--format", choices=("text", "json"), default="text")
+    h.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE")
+
+    def selection(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("recipes", nargs="*", help="recipe names or paths to .yaml files")
+        sp.add_argument("--all", action="store_true", help="every recipe of the project")
+        sp.add_argument("-b", "--backend", action="append", default=[], metavar="BACKEND",
+                        help="only this backend: cpu, cuda, rocm, metal or one a recipe "
+                             "names, such as arm (repeatable; default: all the recipe "
+                             "declares)")
+        sp.add_argument("-p", "--python", action="append", default=[], metavar="X.Y",
+                        help="target Python version (repeatable; 'all' for every supported)")
+        sp.add_argument("--build-type", action="append", default=[],
+                        choices=("release", "debug", "relwithdebinfo"))
+        sp.add_argument("-o", "--option", action="append", default=[], type=_option,
+                        metavar="[RECIPE:]NAME=VALUE", help="set a recipe option")
+        sp.add_argument("--skip-unsupported", action="store_true",
+                        help="leave out archs the toolchain cannot build, and backends or "
+                             "target platforms this host cannot build, shown as skipped, "
+                             "instead of failing")
+        sp.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE",
+                        help="memory the build may use, e.g. 6GiB (default: available memory "
+                             "or the cgroup limit, less a reserve)")
+        sp.add_argument("--compiler-cache", choices=("none", "ccache", "sccache"),
+                        default=os.environ.get("BUILDER_COMPILER_CACHE", ""),
+                        help="compile through a compiler cache (default: "
+                             "$BUILDER_COMPILER_CACHE, else the recipe's build.compiler_cache, "
+                             "else none)")
+        sp.add_argument("--cache-remote", default="", metavar="URL",
+                        help="remote storage for the compiler cache, e.g. "
+                             "redis://127.0.0.1:6379")
+        sp.add_argument("--conan-remote", default="", metavar="NAME",
+                        help="Conan remote for requirements with `provider: remote`")
+        sp.add_argument("-j", "--jobs", type=int, default=0, help="parallel compile jobs "
+                        "(default: usable CPUs)")
+        sp.add_argument("--remote", default=os.environ.get("BUILDER_REMOTE", ""),
+                        metavar="NAME", help="download variants published on this Conan "
+                        "remote instead of building them (`builder remote add`; default: "
+                        "$BUILDER_REMOTE); credentials from CONAN_LOGIN_USERNAME_<NAME> / "
+                        "CONAN_PASSWORD_<NAME>")
+        sp.add_argument("--remote-optional", action="store_true",
+                        help="build locally when the remote is down or refuses us, instead "
+                             "of failing")
+
+    pl = sub.add_parser("plan", help="show exactly what a build would do (runs nothing)",
+                        description="Resolve recipes for this host (or --host-facts) and show "
+                        "every step with its exact command and status. With --all and no "
+                        "--python, every supported Python version is planned.")
+    selection(pl)
+    pl.add_argument("--format", choices=("text", "json", "dot"), default="text")
+    pl.add_argument("--host-facts", type=Path, metavar="FILE",
+                    help="plan for the machine described by FILE (from `builder host "
+                         "--format json`)")
+    pl.add_argument("--no-commands", action="store_true", help="hide the commands")
+
+    lk = sub.add_parser("lock", help="pin sources, toolchains, Conan refs, archs and options",
+                        description="Write a lockfile for the selected recipes; `builder build "
+                        "--lockfile FILE` then refuses to build anything that differs.")
+    selection(lk)
+    lk.add_argument("--output", type=Path, default=Path("builder.workspace.lock"), metavar="FILE")
+
+    b = sub.add_parser("build", help="build recipes", description="Plan, then run the steps "
+                       "that are not cached. Inputs unchanged: nothing runs.")
+    selection(b)
+    b.add_argument("--no-tests", action="store_true",
+                   help="do not run the recipes' test steps (shown as skipped)")
+    b.add_argument("--lockfile", type=Path, metavar="FILE",
+                   help="refuse to build anything that differs from this lockfile")
+    b.add_argument("-k", "--keep-going", action="store_true",
+                   help="go on with independent steps after a failure")
+    b.add_argument("--no-wait", action="store_true",
+                   help="fail at once if another builder holds the workspace")
+    b.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
+    b.add_argument("-q", "--quiet", action="store_true", help="print only failures and the "
+                   "summary")
+
+    pb = sub.add_parser("publish", help="upload built variants to a Conan remote",
+                        description="Upload the selected recipes' up-to-date variants (and "
+                        "their dependencies) to a Conan remote: the Conan package, wheels "
+                        "and kernel artifacts, found by the variant key. Another machine's "
+                        "`builder build --remote NAME` then downloads instead of building.")
+    selection(pb)
+    rm = sub.add_parser("remote", help="configure the Conan remotes builder may use",
+                        description="Add, list or remove remotes in builder's project-local "
+                        "Conan home (no remote is configured by default: builds are offline).")
+    rm_sub = rm.add_subparsers(dest="remote_command", metavar="ACTION", required=True)
+    ra = rm_sub.add_parser("add", help="add a remote: NAME URL")
+    ra.add_argument("name")
+    ra.add_argument("url")
+    ra.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
+    rm_sub.add_parser("list", help="list the configured remotes")
+    rr = rm_sub.add_parser("remove", help="remove a remote")
+    rr.add_argument("name")
+
+    mx = sub.add_parser("matrix", help="print the CI matrix (backend × Python × runner)",
+                        description="The CI jobs for the recipes: one per (backend, Python) "
+                        "that an extension recipe (python.abi: cpython) needs, and one per "
+                        "backend for Python-independent recipes; each with its runner, its "
+                        "nox session and a CPU-time estimate from the build history.")
+    mx.add_argument("recipes", nargs="*", help="recipe names or paths (default: every recipe)")
+    mx.add_argument("--format", choices=("text", "json", "github"), default="text",
+                    help="github: {\"include\": [...]} for a workflow's strategy.matrix")
+    mx.add_argument("--write-workflow", action="store_true",
+                    help="write .github/workflows/build.yml (one job per matrix entry, each "
+                         "running its nox session)")
+
+    rp = sub.add_parser("report", help="an HTML page (or JSON) about the last build",
+                        description="Timeline of compile jobs per slot, memory over time "
+                        "against the budget, translation units by peak memory and time, plan "
+                        "summary and cache hits — one self-contained page, no network.")
+    rp.add_argument("--format", choices=("html", "json"), default="html")
+    rp.add_argument("--output", type=Path, metavar="FILE",
+                    help="where to write the page (default: .builder/report.html)")
+    rp.add_argument("--open", action="store_true", help="open it in a browser")
+
+    ca = sub.add_parser("cache", help="disk use of the state folder; prune what no build "
+                        "needs", description="`info`: sizes per kind (sources, builds, stage, "
+                        "installs, kernel artifacts, wheels, Conan packages, logs, leftovers "
+                        "of interrupted builds) and per recipe. `prune`: remove what is not "
+                        "needed — never the newest complete install of each variant, its "
+                        "build folder, what the lockfile pins, or published kernels.")
+    ca.add_argument("action", choices=("info", "prune"))
+    ca.add_argument("--format", choices=("text", "json"), default="text")
+    ca.add_argument("--max-size", metavar="SIZE", help="prune: remove unneeded items, oldest "
+                    "first, until the state folder is no larger than SIZE (e.g. 10GiB)")
+    ca.add_argument("--older-than", metavar="AGE", help="prune: only items not written for "
+                    "AGE (e.g. 30d, 12h)")
+    ca.add_argument("--dry-run", action="store_true", help="prune: only list what would go")
+    ca.add_argument("--lockfile", type=Path, metavar="FILE", help="keep every variant this "
+                    "lockfile pins (default: builder.workspace.lock in the project, when present)")
+    ca.add_argument("--no-wait", action="store_true",
+                    help="prune: fail at once if a build holds the workspace")
+
+    sc = sub.add_parser("schema", help="print the recipe JSON Schema (or its reference table)")
+    sc.add_argument("--format", choices=("json", "markdown"), default="json")
+    return p

@@ -1,0 +1,202 @@
+"""``builder build``, ``builder publish`` and ``builder remote``: running a plan (with a
+rebuild of what a binary remote gave back corrupted), and sharing its results."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from builder.cli.main import _plan
+from builder.errors import Interrupted, PlanError, UsageError
+from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
+from builder.recipe.recipeset import display_path
+from builder.util.runner import Runner
+from builder.workspace.paths import Workspace
+
+
+def _check_requested(plan: BuildPlan, args: argparse.Namespace, named: list[str]) -> None:
+    """What the user asked for by name and cannot be built is an error: a backend named
+    with --backend, or a recipe named on the command line none of whose variants can be
+    built here (with --all, skips are reported and the rest is built)."""
+    if args.skip_unsupported:
+        return
+    bad = [v for v in plan.variants if v.status == SKIP and v.backend in args.backend]
+    if not bad and args.recipes and not args.all:
+        by_recipe: dict[str, list[Any]] = {}
+        for v in plan.variants:
+            by_recipe.setdefault(v.recipe, []).append(v)
+        bad = [vs[0] for r, vs in by_recipe.items()
+               if r in set(named) and all(v.status == SKIP for v in vs)]
+    if bad:
+        v = bad[0]
+        raise PlanError(f"cannot build {v.id}: {v.reason}\n  fix: {v.fix}")
+
+
+def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = None) -> int:
+    from builder.errors import DownloadFailed
+    from builder.workspace.lock import workspace_lock
+
+    t0 = time.monotonic()
+    with workspace_lock(ws, wait=not args.no_wait):
+        if runner is None:
+            from builder.util.runner import reap_orphans
+
+            orphans = reap_orphans(str(ws.state))
+            if orphans:
+                print(f"note: stopped {len(orphans)} process(es) that an earlier build "
+                      f"killed with SIGKILL had left running", file=sys.stderr)
+        unusable: frozenset[str] = frozenset()
+        while True:
+            plan, named = _plan(args, ws, plan_all=False, unusable=unusable)
+            _check_requested(plan, args, named)
+            if args.lockfile is not None:
+                from builder.workspace.pins import check
+
+                check(plan, args.lockfile)
+            ran = _execute(args, ws, plan, runner, t0)
+            if ran is None:
+                return 0
+            summary, ex = ran
+            # A download that came back corrupted (already removed) is rebuilt; one that
+            # failed because the remote is down is rebuilt with --remote-optional.
+            retry = frozenset(f.key for f in summary.failed if isinstance(f, DownloadFailed)
+                              and (f.corrupt or args.remote_optional)) - unusable
+            if not retry or len(retry) < sum(1 for f in summary.failed):
+                break
+            for f in summary.failed:
+                print(f"note: {f.step_id}: {f.explanation}; building it here instead",
+                      file=sys.stderr)
+            unusable |= retry
+    for failure in summary.failed:
+        print(failure.render(), file=sys.stderr)
+    if ex.cache_stats:
+        hits = sum(c["hits"] for c in ex.cache_stats)
+        misses = sum(c["misses"] for c in ex.cache_stats)
+        remote = sum(c.get("remote_hits", 0) for c in ex.cache_stats)
+        print(f"compiler cache: {hits} hit(s), {misses} miss(es)" +
+              (f", {remote} from the remote" if remote else ""))
+    status = "failed" if not summary.ok else "done"
+    print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
+          f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "
+          f"{len(summary.aborted)} not run — {summary.seconds:.1f}s")
+    if not summary.ok:
+        return 1
+    return 0
+
+
+def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
+             t0: float) -> tuple[Any, Any] | None:
+    """Run ``plan`` with progress output and a build record; None when nothing needs
+    doing (after saying so)."""
+    from builder.cli.progress import LinePrinter
+    from builder.execute.executor import Executor, needs_work
+    from builder.execute.record import BuildRecorder, load_times
+    from builder.util.runner import SubprocessRunner
+
+    counts = plan.counts()
+    if not needs_work(plan):
+        up = sum(1 for v in plan.variants if v.status == CACHED)
+        sk = sum(1 for v in plan.variants if v.status == SKIP)
+        skipped = f", {sk} skipped" if sk else ""
+        print(f"nothing to do: {up} variant(s) up to date{skipped} "
+              f"({time.monotonic() - t0:.2f}s)")
+        for v in plan.variants:
+            if v.status == SKIP:
+                print(f"  skipped {v.id}: {v.reason}")
+        for n in plan.notes:
+            print(f"note: {n}")
+        return None
+    recorder = BuildRecorder(plan, ws)
+    live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
+    printer: Any = LinePrinter(quiet=args.quiet, verbose=args.verbose)
+    down = f"{counts[DOWNLOAD]} to download, " if counts[DOWNLOAD] else ""
+    print(f"building: {counts[BUILD]} step(s) to run, {down}{counts[CACHED]} cached, "
+          f"{counts[SKIP]} skipped — logs in {display_path(ws.logs)}")
+    skipped_variants = {v.id for v in plan.variants if v.status == SKIP}
+    for v in plan.variants:  # what will not be built here is said, with why
+        if v.id in skipped_variants:
+            print(f"  skipped {v.id}: {v.reason}")
+    for st in plan.steps:  # tests not run here (cross-compiled, GPU-only) likewise
+        if st.kind == "test" and st.status == SKIP and st.variant not in skipped_variants \
+                and not getattr(args, "no_tests", False):
+            print(f"  skipped {st.id}: {st.reason}")
+    for n in plan.notes:
+        print(f"note: {n}")
+    ex = Executor(plan, ws, runner or SubprocessRunner(owner=str(ws.state)),
+                  keep_going=args.keep_going)
+    if live:
+        from builder.cli.progress import LiveProgress
+
+        printer = LiveProgress(plan, ex, load_times(ws), verbose=args.verbose)
+
+    def on_event(e: Any) -> None:
+        recorder.event(e)
+        printer.event(e)
+
+    ex.on_event = on_event
+    ex.on_line = printer.line if args.verbose else None
+    try:
+        if live:
+            with printer:
+                summary = ex.run()
+        else:
+            summary = ex.run()
+    except (Interrupted, KeyboardInterrupt):
+        from builder.execute.executor import Summary
+
+        recorder.save(Summary(), interrupted=True)  # last-build.json says so
+        raise
+    recorder.save(summary)
+    return summary, ex
+
+
+def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
+    from builder.remote import conan as remote
+    from builder.util.runner import SubprocessRunner
+    from builder.workspace.lock import workspace_lock
+
+    name = args.remote
+    if not name:
+        raise UsageError("publish needs a remote: --remote NAME (or $BUILDER_REMOTE; see "
+                         "`builder remote list`)")
+    args.remote = ""  # plan what is here; the remote is only written to
+    with workspace_lock(ws, wait=True):
+        plan, _ = _plan(args, ws, plan_all=False)
+        conan = next((c[0] for s in plan.steps for c in s.commands
+                      if c and Path(c[0]).name == "conan"), "conan")
+        print(f"publishing to {name} ({remote.configured(ws).get(name, '?')}):")
+        n = remote.publish(plan, ws, name, conan, SubprocessRunner(owner=str(ws.state)), print)
+    print(f"published {n} variant(s) to {name}")
+    return 0
+
+
+def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
+    from builder.remote import conan as remote
+    from builder.util.runner import capture
+
+    remote.ensure_conan_home(ws)
+    env = {**os.environ, "CONAN_HOME": str(ws.conan_home)}
+    if args.remote_command == "list":
+        remotes = remote.configured(ws)
+        for n, url in remotes.items():
+            print(f"{n}  {url}")
+        if not remotes:
+            print(f"no remote configured in {display_path(ws.conan_home)} (builds are "
+                  f"offline); add one with `builder remote add NAME URL`")
+        return 0
+    if args.remote_command == "add":
+        argv = ["conan", "remote", "add", args.name, args.url, "--force",
+                *(["--insecure"] if args.insecure else [])]
+    else:
+        argv = ["conan", "remote", "remove", args.name]
+    rc, out = capture(argv, env=env)
+    if rc != 0:
+        raise UsageError(f"conan remote {args.remote_command} failed: "
+                         f"{out.strip().splitlines()[-1] if out.strip() else rc}")
+    print(f"{args.remote_command}: {args.name}" + (f" → {args.url}" if args.remote_command ==
+                                                   "add" else ""))
+    return 0

@@ -1,0 +1,138 @@
+"""Progress output for ``builder build``.
+
+:class:`LinePrinter` prints one line per event — for logs, pipes and CI (GitHub
+Actions gets a ``::group::`` fold per step).  :class:`LiveProgress` is used on a
+terminal: a bar of steps done/total with an ETA from earlier builds' step times,
+the compile jobs running now with the memory reserved for each against the
+budget, and cache hits.  ``NO_COLOR`` turns colours off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from builder.execute.executor import Event
+
+
+class LinePrinter:
+    def __init__(self, quiet: bool = False, verbose: bool = False) -> None:
+        self.quiet = quiet
+        self.verbose = verbose
+        self.github = os.environ.get("GITHUB_ACTIONS") == "true"
+
+    def event(self, e: Event) -> None:
+        where = f"[{e.index}/{e.total}]"
+        if e.kind == "start":
+            if self.github:
+                print(f"::group::{e.step}", flush=True)
+            if not self.quiet:
+                print(f"{where} run     {e.step}", flush=True)
+        elif e.kind == "done":
+            if not self.quiet:
+                print(f"{where} done    {e.step} ({e.seconds:.1f}s)", flush=True)
+            if self.github:
+                print("::endgroup::", flush=True)
+        elif e.kind == "failed":
+            print(f"{where} FAILED  {e.step} ({e.seconds:.1f}s)", flush=True)
+            if self.github:
+                print("::endgroup::", flush=True)
+        elif e.kind == "aborted":
+            print(f"{where} not run {e.step} ({e.message})", flush=True)
+        elif e.kind == "skip" and self.verbose:
+            print(f"{where} skip    {e.step}: {e.message}", flush=True)
+        elif e.kind == "cached" and self.verbose:
+            print(f"{where} cached  {e.step}", flush=True)
+
+    def line(self, step: str, text: str) -> None:
+        sys.stdout.write(f"    {text}\n")
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+class LiveProgress:
+    """A rich live display; falls back to nothing it cannot draw."""
+
+    def __init__(self, plan: Any, executor_ref: Any, times: dict[str, float],
+                 verbose: bool = False) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        from builder.execute.record import step_key
+        from builder.plan.model import TO_RUN
+
+        self.console = Console(no_color="NO_COLOR" in os.environ)
+        self.plan = plan
+        self.executor_ref = executor_ref
+        self.todo = [s.id for s in plan.steps if s.status in TO_RUN]
+        self.expected = {sid: times.get(step_key(sid), 0.0) for sid in self.todo}
+        self.done: set[str] = set()
+        self.cached = sum(1 for s in plan.steps if s.status not in (*TO_RUN, "skip"))
+        self.current = ""
+        self.started_step = time.monotonic()
+        self.verbose = verbose
+        self.t0 = time.monotonic()
+        self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
+
+    def __enter__(self) -> LiveProgress:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(None, None, None)
+
+    def event(self, e: Event) -> None:
+        if e.kind == "start":
+            self.current, self.started_step = e.step, time.monotonic()
+        elif e.kind in ("done", "failed", "aborted"):
+            self.done.add(e.step)
+            if e.kind == "failed":
+                self.console.print(f"[red]FAILED[/red] {e.step} ({e.seconds:.1f}s)")
+            elif e.kind == "done" and self.verbose:
+                self.console.print(f"done {e.step} ({e.seconds:.1f}s)")
+
+    def line(self, step: str, text: str) -> None:
+        self.console.print(f"    {text}", markup=False, highlight=False)
+
+    def _eta(self) -> str:
+        left = [sid for sid in self.todo if sid not in self.done]
+        known = [self.expected[s] for s in left if self.expected[s]]
+        if not known:
+            return "ETA unknown (first build)"
+        secs = sum(known) - min(time.monotonic() - self.started_step,
+                                self.expected.get(self.current, 0.0))
+        return f"ETA ~{max(secs, 0):.0f}s" + ("" if len(known) == len(left) else "+")
+
+    def __rich__(self) -> Any:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        n, total = len(self.done), max(len(self.todo), 1)
+        head = Text(f"{n}/{len(self.todo)} steps · {self.cached} cached · "
+                    f"{time.monotonic() - self.t0:.0f}s elapsed · {self._eta()}")
+        parts: list[Any] = [head, ProgressBar(total=total, completed=n, width=60),
+                            Text(f"now: {self.current}", style="bold")]
+        broker = getattr(self.executor_ref, "broker", None)
+        if broker is not None:
+            snap = broker.snapshot()
+            budget = max(int(snap["budget"]), 1)
+            parts.append(Text(f"memory reserved {_mib(snap['reserved'])} of {_mib(budget)} "
+                              f"budget · {len(snap['running'])} compiling, "
+                              f"{snap['waiting']} waiting, {snap['done']} done"))
+            parts.append(ProgressBar(total=budget, completed=min(snap["reserved"], budget),
+                                     width=60))
+            table = Table(box=None, show_header=True, pad_edge=False)
+            table.add_column("compiling")
+            table.add_column("reserved", justify="right")
+            table.add_column("from")
+            table.add_column("for", justify="right")
+            for j in snap["running"]:
+                table.add_row(j["file"], _mib(j["reserve"]), j["source"], f"{j['seconds']:.0f}s")
+            parts.append(table)
+        return Group(*parts)

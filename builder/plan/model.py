@@ -1,0 +1,109 @@
+"""The build plan: plain, frozen data with a JSON round trip.
+
+A :class:`BuildPlan` is a DAG of :class:`Step` s grouped by :class:`Variant`
+(recipe × backend × build type × Python, when the package depends on the
+Python ABI).  Each step carries its exact argv, environment changes, working
+folder, inputs hash, outputs, memory estimate and status — ``build``, ``download``
+(from a Conan remote), ``cached`` or ``skip`` (with the reason and the fix).  Formatting lives in
+:mod:`builder.plan.text`; execution in :mod:`builder.execute.executor`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+BUILD, CACHED, SKIP = "build", "cached", "skip"
+DOWNLOAD = "download"  # built elsewhere: fetched from a Conan remote instead of built
+TO_RUN = (BUILD, DOWNLOAD)
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    # render | conan-install | configure | build | stage | test | export | publish | kernel
+    kind: str
+    variant: str
+    commands: tuple[tuple[str, ...], ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str = ""
+    deps: tuple[str, ...] = ()
+    inputs_hash: str = ""
+    outputs: tuple[str, ...] = ()
+    memory: int = 0  # predicted peak bytes (0: unknown)
+    status: str = BUILD
+    reason: str = ""
+    fix: str = ""
+    #: for steps done in-process (render, publish): what to do, as data
+    params: tuple[tuple[str, str], ...] = ()
+    timeout: int = 3600
+
+    def param(self, name: str) -> str:
+        return dict(self.params).get(name, "")
+
+
+@dataclass(frozen=True)
+class Variant:
+    id: str  # "<recipe>/<dirname>"
+    recipe: str
+    version: str
+    backend: str
+    build_type: str
+    python: str  # "" when the native build does not depend on the Python ABI
+    archs: tuple[str, ...]
+    options: tuple[tuple[str, str], ...]
+    key: str  # full inputs hash
+    prefix: str  # published install folder
+    status: str = BUILD
+    reason: str = ""
+    fix: str = ""
+    deps: tuple[str, ...] = ()
+    recipe_file: str = ""
+    notes: tuple[str, ...] = ()
+    #: what the build is pinned to: source digest or commit, toolchain versions, Conan refs
+    pins: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    variants: tuple[Variant, ...]
+    steps: tuple[Step, ...]
+    host: str  # one-line summary of the host the plan is for
+    cpus: int
+    memory_budget: int
+    jobs: int
+    notes: tuple[str, ...] = ()
+    version: int = 1
+    _index: dict[str, Step] = field(default_factory=dict, compare=False, repr=False)
+
+    def step(self, step_id: str) -> Step:
+        if not self._index:
+            self._index.update({s.id: s for s in self.steps})
+        return self._index[step_id]
+
+    def steps_of(self, variant_id: str) -> list[Step]:
+        return [s for s in self.steps if s.variant == variant_id]
+
+    def counts(self) -> dict[str, int]:
+        out = {BUILD: 0, DOWNLOAD: 0, CACHED: 0, SKIP: 0}
+        for s in self.steps:
+            out[s.status] = out.get(s.status, 0) + 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("_index", None)
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> BuildPlan:
+        def tup(x: Any) -> Any:
+            if isinstance(x, list):
+                return tuple(tup(i) for i in x)
+            return x
+
+        steps = tuple(Step(**{k: tup(v) for k, v in s.items()}) for s in d["steps"])
+        variants = tuple(Variant(**{k: tup(v) for k, v in v_.items()}) for v_ in d["variants"])
+        return BuildPlan(variants=variants, steps=steps, host=d["host"], cpus=d["cpus"],
+                         memory_budget=d["memory_budget"], jobs=d["jobs"],
+                         notes=tup(d.get("notes", [])), version=d.get("version", 1))

@@ -1,0 +1,107 @@
+"""Show a :class:`BuildPlan` as text (a tree: recipe → variant → step with its
+exact commands), JSON (round-trips through :meth:`BuildPlan.from_json`) or
+Graphviz dot."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step
+
+_MARK = {BUILD: "build", DOWNLOAD: "download", CACHED: "cached", SKIP: "skip"}
+_COLOR = {BUILD: "\033[33m", DOWNLOAD: "\033[36m", CACHED: "\033[32m", SKIP: "\033[90m"}
+_RESET = "\033[0m"
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _status(status: str, color: bool) -> str:
+    word = f"[{_MARK.get(status, status)}]"
+    return f"{_COLOR[status]}{word}{_RESET}" if color and status in _COLOR else word
+
+
+def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> list[str]:
+    """A step's lines; ``said`` is its variant's skip reason, not repeated per step."""
+    head = f"    {_status(s.status, color)} {s.id.split('/', 2)[-1]}"
+    lines = [head]
+    if s.status == SKIP and s.reason and s.reason != said:
+        lines.append(f"        skip: {s.reason}")
+    pred = json.loads(s.param("prediction") or "{}")
+    if pred.get("jobs"):
+        lines.append(f"        memory: {pred['jobs']} compile job(s) under a "
+                     f"{gib(pred['budget'])} budget → predicted peak {gib(pred['peak'])}, "
+                     f"~{pred['parallelism']:.1f} in parallel, ~{pred['wall']:.0f} s")
+        for h in pred.get("heaviest", [])[:3]:
+            lines.append(f"          {h['file']}: ~{gib(h['peak'])} ({h['source']})")
+    if show_commands:
+        for k, v in s.env:
+            lines.append(f"        env {k}={v}")
+        for argv in s.commands:
+            lines.append(f"        $ {shlex.join(argv)}")
+        if s.kind == "render":
+            files = json.loads(s.param("files") or "{}")
+            for path in files:
+                lines.append(f"        writes {path}")
+    return lines
+
+
+def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
+    counts = plan.counts()
+    out = [f"host: {plan.host}",
+           f"parallel jobs: {plan.jobs}, memory budget: {gib(plan.memory_budget)}",
+           f"steps: {counts[BUILD]} to build, "
+           + (f"{counts[DOWNLOAD]} to download, " if counts[DOWNLOAD] else "")
+           + f"{counts[CACHED]} cached, {counts[SKIP]} skipped"]
+    current = ""
+    for v in plan.variants:
+        if v.recipe != current:
+            current = v.recipe
+            out.append("")
+            out.append(f"{v.recipe} {v.version}  ({v.recipe_file})")
+        desc = f"{v.backend} {v.build_type}" + (f" py{v.python}" if v.python else "")
+        if v.archs:
+            desc += f" archs={','.join(v.archs)}"
+        opts = " ".join(f"{k}={val}" for k, val in v.options)
+        out.append(f"  {_status(v.status, color)} {desc}  [{v.id.split('/', 1)[1]}]")
+        if opts:
+            out.append(f"      options: {opts}")
+        if v.status == SKIP:
+            out.append(f"      skip: {v.reason}")
+            out.append(f"      fix:  {v.fix}")
+        elif v.status == DOWNLOAD:
+            out.append(f"      download: {v.reason}")
+        elif v.status == CACHED and v.reason:
+            out.append(f"      {v.reason} (manifest.json matches the inputs)")
+        for s in plan.steps_of(v.id):
+            out.extend(_step_lines(s, color, commands and v.status != CACHED,
+                                   v.reason if v.status == SKIP else ""))
+    for n in plan.notes:
+        out.append(f"note: {n}")
+    return "\n".join(out) + "\n"
+
+
+def to_json(plan: BuildPlan) -> str:
+    return json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
+
+
+def dot(plan: BuildPlan) -> str:
+    fill = {BUILD: "#ffe08a", DOWNLOAD: "#a9d6f5", CACHED: "#b7e4c7", SKIP: "#dddddd"}
+    out = ["digraph plan {", "  rankdir=LR;", "  node [shape=box, style=filled, "
+           "fontname=Helvetica];"]
+    for v in plan.variants:
+        cluster = v.id.replace("/", "_").replace("-", "_").replace(".", "_")
+        out.append(f"  subgraph cluster_{cluster} {{")
+        out.append(f"    label={json.dumps(v.id)};")
+        for s in plan.steps_of(v.id):
+            label = s.id.split("/", 2)[-1]
+            out.append(f"    {json.dumps(s.id)} [label={json.dumps(label)}, "
+                       f"fillcolor=\"{fill.get(s.status, '#ffffff')}\"];")
+        out.append("  }")
+    for s in plan.steps:
+        for d in s.deps:
+            out.append(f"  {json.dumps(d)} -> {json.dumps(s.id)};")
+    out.append("}")
+    return "\n".join(out) + "\n"

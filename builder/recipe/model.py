@@ -1,0 +1,249 @@
+"""The typed recipe model: what the loader hands to every later phase.
+
+Nothing past :mod:`builder.recipe.validate` sees a raw dict.  All classes are frozen so
+that a resolved plan cannot be changed behind the resolver's back, and every
+collection is a tuple so that models hash and compare by value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from builder.recipe.yamlload import Positions
+
+BACKENDS = ("cpu", "cuda", "rocm", "metal")
+BUILD_TYPES = ("release", "debug", "relwithdebinfo")
+CMAKE_BUILD_TYPE = {"release": "Release", "debug": "Debug", "relwithdebinfo": "RelWithDebInfo"}
+LANGS = ("c", "cxx", "cuda", "hip", "metal", "ld")
+
+OptionValue = bool | int | str | tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FlagSet:
+    """Flags per language; ``ld`` is the linker."""
+
+    c: tuple[str, ...] = ()
+    cxx: tuple[str, ...] = ()
+    cuda: tuple[str, ...] = ()
+    hip: tuple[str, ...] = ()
+    metal: tuple[str, ...] = ()
+    ld: tuple[str, ...] = ()
+
+    def __add__(self, other: FlagSet) -> FlagSet:
+        return FlagSet(*(getattr(self, k) + getattr(other, k) for k in LANGS))
+
+    def get(self, lang: str) -> tuple[str, ...]:
+        value: tuple[str, ...] = getattr(self, lang)
+        return value
+
+
+@dataclass(frozen=True)
+class FlagLayers:
+    """Flags for every build type (``common``) and for one build type."""
+
+    common: FlagSet = FlagSet()
+    release: FlagSet = FlagSet()
+    debug: FlagSet = FlagSet()
+    relwithdebinfo: FlagSet = FlagSet()
+
+    def for_build_type(self, build_type: str) -> FlagSet:
+        layer: FlagSet = getattr(self, build_type)
+        return self.common + layer
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source: a local folder, a git commit or a verified archive."""
+
+    kind: str  # "path" | "git" | "url"
+    location: str  # the path (resolved, absolute), repository, or URL
+    rev: str = ""
+    sha256: str = ""
+    patches: tuple[str, ...] = ()
+    subdir: str = ""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    type: str  # bool | str | int | list
+    default: OptionValue
+    allowed: tuple[OptionValue, ...] = ()
+    description: str = ""
+    cmake: str = ""
+    env: str = ""
+    legacy_env: str = ""
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What a recipe asks of one backend."""
+
+    name: str
+    tools: tuple[tuple[str, str], ...] = ()  # (tool, PEP 440 specifier)
+    archs: tuple[str, ...] = ()
+    os: tuple[str, ...] = ()
+    flags: FlagLayers = FlagLayers()
+    defines: tuple[tuple[str, str], ...] = ()
+    formats: tuple[str, ...] = ()  # kernel artifact formats; () = the backend's default
+    archs_option: str = ""  # a list option that replaces archs when set
+    # A named backend (``arm: {kind: cpu, target: linux-armv8}``): the registry backend it
+    # is and the target platform it builds for (data/targets.json).  Left out of the repr,
+    # which keys are made from, so that backends without them keep their keys;
+    # resolve.model_digest adds them when they are set.
+    kind: str = field(default="", repr=False)  # "" = the name is the registry backend
+    target: str = field(default="", repr=False)  # "" = the host's platform
+
+    @property
+    def backend_kind(self) -> str:
+        """The registry backend (cpu, cuda, rocm, metal) this backend is."""
+        return self.kind or self.name
+
+
+@dataclass(frozen=True)
+class Memory:
+    default: int = 0  # bytes; 0 = let the scheduler use its priors
+    per_file: tuple[tuple[str, int], ...] = ()
+    low_memory_flags: tuple[str, ...] = ()
+    unity: bool | str = False  # or "${options.NAME}"
+    unity_batch_size: int = 8
+    pch: bool | str = False  # or "${options.NAME}"
+    pch_headers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RecipeRequirement:
+    name: str
+    spec: str = ""
+
+
+@dataclass(frozen=True)
+class ConanRequirement:
+    ref: str  # name/version
+    provider: str = "system"  # system | remote
+
+    @property
+    def name(self) -> str:
+        return self.ref.split("/", 1)[0]
+
+    @property
+    def version(self) -> str:
+        return self.ref.split("/", 1)[1]
+
+
+@dataclass(frozen=True)
+class SystemRequirement:
+    packages: tuple[str, ...]
+    when: str = ""  # "" or "${options.NAME}" (a bool option)
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Requires:
+    recipes: tuple[RecipeRequirement, ...] = ()
+    conan: tuple[ConanRequirement, ...] = ()
+    python: tuple[str, ...] = ()
+    system: tuple[SystemRequirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class PythonSpec:
+    versions: tuple[str, ...] = ()
+    abi: str = "none"  # none | cpython
+    package: str = "python"
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    name: str
+    run: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    backends: tuple[str, ...] = ()
+    devices: tuple[tuple[str, str], ...] = ()
+    timeout: int = 1800
+    needs_gpu: bool = False
+    cwd: str = ""
+
+    def device_for(self, backend: str) -> str:
+        return dict(self.devices).get(backend, backend)
+
+
+@dataclass(frozen=True)
+class InstallSpec:
+    root: str = ""
+    layout: str = "${backend}/${kernel}/${arch}.${ext}"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    sources: tuple[tuple[str, str], ...]  # (backend, file relative to the source root)
+    min_arch: tuple[tuple[str, str], ...] = ()
+    flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def source_for(self, backend: str) -> str | None:
+        return dict(self.sources).get(backend)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A validated recipe."""
+
+    name: str
+    version: str
+    file: Path  # the recipe file (absolute)
+    display: str  # how the file is named in messages
+    description: str = ""
+    sources: tuple[Source, ...] = ()
+    build_system: str = "cmake"
+    build_types: tuple[str, ...] = ("release",)
+    enabled_by: str = ""  # a bool option that switches the recipe on/off
+    targets: tuple[str, ...] = ()
+    #: the default compiler cache; it changes how, not what, is built: not in the key
+    compiler_cache: str = field(default="", repr=False, compare=False)
+    options: tuple[Option, ...] = ()
+    backends: tuple[BackendSpec, ...] = ()
+    flags: FlagLayers = FlagLayers()
+    defines: tuple[tuple[str, str], ...] = ()
+    memory: Memory = Memory()
+    requires: Requires = Requires()
+    python: PythonSpec = PythonSpec()
+    tests: tuple[TestSpec, ...] = ()
+    install: InstallSpec = InstallSpec()
+    kernels: tuple[Kernel, ...] = ()
+    digest: str = ""  # sha256 of the recipe file's bytes
+    positions: Positions | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def backend(self, name: str) -> BackendSpec | None:
+        for b in self.backends:
+            if b.name == name:
+                return b
+        return None
+
+    def option(self, name: str) -> Option | None:
+        for o in self.options:
+            if o.name == name:
+                return o
+        return None
+
+    @property
+    def backend_names(self) -> tuple[str, ...]:
+        return tuple(b.name for b in self.backends)
+
+
+def option_text(value: OptionValue) -> str:
+    """An option value as text: bools True/False, lists ``;``-joined."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, tuple):
+        return ";".join(value)
+    return str(value)
+
+
+def digest(*parts: object) -> str:
+    """sha256 of a canonical JSON rendering: the one way keys are made."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()

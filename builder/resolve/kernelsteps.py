@@ -1,0 +1,119 @@
+"""The steps of a kernel recipe (``build: {system: kernels}``), pure like the resolver.
+
+One compile step per (kernel, arch, format), each cached under its own key (source,
+flags, toolchain, arch), then one publish step that lays out
+``<root>/<backend>/<kernel>/<arch>.<ext>`` with a manifest, then the recipe's tests and
+its wheel.  ``<root>`` is ``install.root`` (default ``~/.builder-kernels``) and the rest
+is ``install.layout``, which must stay below ``<root>/<backend>/`` once substituted.
+The steps shared with CMake recipes (fetch, tests, wheels) come from :mod:`builder.resolve.steps`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from builder import backends as registry
+from builder.plan.model import BUILD, CACHED, SKIP, Step
+from builder.recipe.model import Recipe, digest
+from builder.recipe.subst import substitute
+from builder.resolve.steps import VariantContext, _status, _test_steps, fetch_steps, wheel_steps
+
+_KERNEL_LANG = {"cuda": "cuda", "rocm": "hip", "metal": "metal"}
+
+
+def kernels_root(ctx: VariantContext) -> Path:
+    vals = ctx.values()
+    root = substitute(ctx.recipe.install.root or "${env.HOME}/.builder-kernels", vals)
+    if root.startswith("~"):
+        root = ctx.env.get("HOME", "/") + root[1:]
+    return Path(root)
+
+
+def _check_layout(recipe: Recipe, layout: str, backend: str) -> None:
+    """The layout after substitution (options and environment variables included) must
+    stay below ``<root>/<backend>/``: no absolute path, no ``..``."""
+    from builder.errors import PlanError
+    from builder.recipe.semantic import layout_problem
+
+    problem = layout_problem(layout)
+    if not problem and layout.split("/", 1)[0] != backend:
+        problem = f"'{layout}' does not start with the backend's folder '{backend}/'"
+    if problem:
+        raise PlanError(f"{recipe.display}: install.layout {recipe.install.layout!r}: "
+                        f"{problem}\n  fix: keep option and environment values used in "
+                        f"the layout free of '/' and '..'")
+
+
+def kernel_steps(ctx: VariantContext) -> list[Step]:
+    r, v, host = ctx.recipe, ctx.variant, ctx.host
+    be = registry.get(ctx.kind)
+    spec = r.backend(v.backend)
+    assert spec is not None
+    lang = _KERNEL_LANG.get(ctx.kind, "cxx")
+    common = (r.flags.for_build_type(v.build_type) +
+              spec.flags.for_build_type(v.build_type)).get(lang)
+    root = kernels_root(ctx)
+    tree = root / v.backend
+    formats = spec.formats or be.kernel_formats()[:1]
+    be_tool = host.tool(be.tool) if be.tool else None
+    skipped = {a: (rs, fx) for a, rs, fx in ctx.skipped_archs}
+    steps: list[Step] = []
+    artifacts: list[dict[str, str]] = []
+    for k in r.kernels:
+        src_rel = k.source_for(v.backend)
+        if src_rel is None:
+            continue
+        src = str(Path(ctx.source_root()) / src_rel)
+        src_digest = ctx.file_digests.get(src, "")
+        flags = tuple(common) + dict(k.flags).get(v.backend, ())
+        floor = dict(k.min_arch).get(v.backend)
+        for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
+            if floor and be.arch_order(arch) < be.arch_order(floor):
+                continue
+            for fmt in formats:
+                key = digest("kernel-1", v.backend, k.name, arch, fmt, src_digest, flags,
+                              be_tool.version if be_tool else "")
+                entry = ctx.ws.kernel_cache / key[:20]
+                partial = Path(str(entry) + ".partial")
+                kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host,
+                                       fmt)
+                status, reason, fix = _status(v)
+                if arch in skipped:
+                    status, (reason, fix) = SKIP, skipped[arch]
+                elif status == BUILD and key[:20] in ctx.kernel_artifacts:
+                    status = CACHED
+                suffix = f":{fmt}" if len(formats) > 1 else ""
+                steps.append(Step(
+                    id=f"{v.id}/kernel:{k.name}:{arch}{suffix}", kind="kernel", variant=v.id,
+                    commands=kc.commands, env=kc.env, cwd=ctx.source_root(),
+                    inputs_hash=key, outputs=(str(entry / f"{arch}.{fmt}"),), status=status,
+                    reason=reason, fix=fix, params=(("partial", str(partial)),
+                                                    ("entry", str(entry))), timeout=1800))
+                if arch not in skipped:
+                    layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
+                                                                      ext=fmt))
+                    _check_layout(r, layout, v.backend)
+                    artifacts.append({"kernel": k.name, "arch": arch, "format": fmt,
+                                      "path": layout, "cache": str(entry / f"{arch}.{fmt}"),
+                                      "key": key, **be.artifact_facts(arch, host)})
+    fetch = fetch_steps(ctx)
+    if fetch:
+        steps = [replace(st, deps=(*st.deps, fetch[0].id)) for st in steps]
+    status, reason, fix = _status(v)
+    if status == BUILD and ctx.kernel_installs.get(str(tree)) == v.key and \
+            all(s.status != BUILD for s in steps):
+        status = CACHED
+    publish = Step(id=f"{v.id}/publish", kind="publish-kernels", variant=v.id,
+                   deps=tuple(s.id for s in steps if s.status != SKIP), outputs=(str(tree),),
+                   status=status, reason=reason, fix=fix, inputs_hash=v.key,
+                   params=(("tree", str(tree)), ("root", str(root)),
+                           ("artifacts", json.dumps(artifacts, sort_keys=True))))
+    tests, _ = _test_steps(ctx, publish.id, str(tree))
+    if publish.status == CACHED:  # the tests ran against this very tree when it was published
+        tests = [replace(t, status=CACHED) if t.status == BUILD else t for t in tests]
+    wheel = wheel_steps(ctx, str(Path(ctx.source_root()) / r.python.package), publish.id,
+                        native=False)
+    return [*fetch, *steps, publish, *tests, *wheel]
+

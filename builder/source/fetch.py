@@ -1,0 +1,131 @@
+"""Fetching ``git`` and ``url`` sources into a content-addressed folder.
+
+``git`` sources are cloned and checked out at their full commit id (verified
+after checkout).  ``url`` archives are downloaded, their sha256 compared with the
+recipe's *before* anything is extracted, and extracted safely: absolute paths,
+``..``, links that point outside the tree and device files are refused, naming
+the member.  Everything happens in ``<dest>.partial`` and is renamed into place
+only when complete, with a marker file recording what it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tarfile
+import urllib.request
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from builder.errors import BuilderError
+
+MARKER = ".builder-source.json"
+
+
+class FetchError(BuilderError):
+    exit_code = 1
+
+
+def source_key(kind: str, location: str, rev: str, sha256: str,
+               patch_digests: tuple[str, ...]) -> str:
+    blob = json.dumps([kind, location, rev, sha256, list(patch_digests)])
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def download(url: str, dest: Path, expected: str) -> None:
+    """Download ``url`` to ``dest``, verifying its sha256 (the file is removed on mismatch)."""
+    h = hashlib.sha256()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not url.startswith(("https://", "http://", "file://")):
+        raise FetchError(f"unsupported URL scheme in {url} (use https:// or file://)")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as out:
+            for chunk in iter(lambda: resp.read(1 << 20), b""):
+                h.update(chunk)
+                out.write(chunk)
+    except (OSError, ValueError) as exc:
+        raise FetchError(f"cannot download {url}: {exc}") from None
+    actual = h.hexdigest()
+    if actual != expected:
+        dest.unlink(missing_ok=True)
+        raise FetchError(f"sha256 mismatch for {url}\n  expected: {expected}\n  actual:   "
+                         f"{actual}\n  nothing was extracted; if the new archive is trusted, "
+                         f"put the actual sha256 in the recipe")
+
+
+def _check_name(name: str, archive: str) -> PurePosixPath:
+    p = PurePosixPath(name)
+    if p.is_absolute() or name.startswith(("/", "\\")) or ".." in p.parts:
+        raise FetchError(f"{archive}: refusing member '{name}': it would be written outside "
+                         f"the source folder")
+    return p
+
+
+def _inside(base: Path, target: Path) -> bool:
+    try:
+        target.resolve().relative_to(base.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def extract(archive: Path, dest: Path) -> None:
+    """Extract a .tar(.gz/.bz2/.xz) or .zip into ``dest``, refusing unsafe members."""
+    dest.mkdir(parents=True, exist_ok=True)
+    name = archive.name
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as z:
+            for info in z.infolist():
+                rel = _check_name(info.filename, name)
+                mode = info.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    raise FetchError(f"{name}: refusing symlink member '{info.filename}'")
+                target = dest / rel
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(info) as src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out)
+                if mode & 0o111:
+                    target.chmod(0o755)
+        return
+    try:
+        tf = tarfile.open(archive)  # noqa: SIM115 - closed below
+    except tarfile.TarError as exc:
+        raise FetchError(f"{name}: not a tar or zip archive ({exc})") from None
+    with tf:
+        members = tf.getmembers()
+        for m in members:
+            rel = _check_name(m.name, name)
+            if m.isdev() or m.isfifo():
+                raise FetchError(f"{name}: refusing device or fifo member '{m.name}'")
+            if m.issym() or m.islnk():
+                link = PurePosixPath(m.linkname)
+                target = (dest / rel.parent / link) if m.issym() else dest / link
+                if link.is_absolute() or not _inside(dest, target):
+                    raise FetchError(f"{name}: refusing link '{m.name}' -> '{m.linkname}': "
+                                     f"it points outside the source folder")
+        tf.extractall(dest, members=members, filter="data")
+
+
+def strip_single_top(dest: Path) -> None:
+    """``pkg-1.0/…`` archives: move the single top folder's content up."""
+    entries = list(dest.iterdir())
+    if len(entries) == 1 and entries[0].is_dir():
+        top = entries[0]
+        tmp = dest.with_name(dest.name + ".strip")
+        os.replace(top, tmp)
+        dest.rmdir()
+        os.replace(tmp, dest)
+
+
+def write_marker(dest: Path, info: dict[str, object]) -> None:
+    (dest / MARKER).write_text(json.dumps(info, indent=2, sort_keys=True), encoding="utf-8")
+
+
+def is_fetched(dest: Path) -> bool:
+    return (dest / MARKER).is_file()

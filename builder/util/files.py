@@ -1,0 +1,51 @@
+"""Files written so that a reader sees the old or the new content, never half, and the
+content hashes every manifest records.  Shared by every phase that persists something."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+__all__ = ["atomic_write", "file_list", "file_sha256", "replace_dir"]
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write a text file next to its final place and rename it there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def replace_dir(src: Path, dst: Path) -> None:
+    """Move the finished folder ``src`` to ``dst``, replacing what was there."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    old = dst.with_name(f".{dst.name}.old{os.getpid()}")
+    if old.exists():  # left by a killed builder that had this pid
+        shutil.rmtree(old, ignore_errors=True)
+    if dst.exists():
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def file_list(root: Path) -> list[dict[str, Any]]:
+    """Every regular file below ``root`` (but a manifest) with its size and sha256."""
+    out = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.is_symlink() and p.name != "manifest.json":
+            out.append({"path": p.relative_to(root).as_posix(), "size": p.stat().st_size,
+                        "sha256": file_sha256(p)})
+    return out

@@ -1,0 +1,89 @@
+"""``builder lock`` and ``builder build --lockfile``.
+
+A lockfile pins, per variant (recipe/backend-build_type[-pyX.Y]): the source (content
+digest, git commit or archive sha256), the toolchain versions, the Conan references and
+how each is provided (with the system package's version), the GPU archs and the option
+values.  Building with ``--lockfile`` refuses anything that differs, naming each
+difference, so a CI job builds exactly what was locked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from builder.errors import Diagnostic, Location, PlanError, RecipeError
+from builder.plan.model import BuildPlan, Variant
+
+VERSION = 1
+
+
+def label(v: Variant) -> str:
+    return f"{v.recipe}/{v.backend}-{v.build_type}" + (f"-py{v.python}" if v.python else "")
+
+
+def entry(v: Variant) -> dict[str, Any]:
+    return {"version": v.version, "archs": list(v.archs), "options": dict(v.options),
+            "pins": dict(v.pins)}
+
+
+def lock_data(plan: BuildPlan) -> dict[str, Any]:
+    return {"version": VERSION, "host": plan.host,
+            "variants": {label(v): entry(v) for v in plan.variants if v.status != "skip"}}
+
+
+def write(plan: BuildPlan, path: Path) -> int:
+    data = lock_data(plan)
+    from builder.util.files import atomic_write
+
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return len(data["variants"])
+
+
+def read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RecipeError([Diagnostic(Location(str(path)), "", f"cannot read: {exc.strerror}",
+                                      "write one with `builder lock`")]) from None
+    except json.JSONDecodeError as exc:
+        raise RecipeError([Diagnostic(Location(str(path), exc.lineno, exc.colno), "",
+                                      f"invalid JSON: {exc.msg}")]) from None
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise RecipeError([Diagnostic(Location(str(path)), "", "not a builder lockfile "
+                                      f"(version {VERSION})", "regenerate with `builder lock`")])
+    return data
+
+
+def differences(plan: BuildPlan, locked: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    variants = locked.get("variants", {})
+    for v in plan.variants:
+        if v.status == "skip":
+            continue
+        name = label(v)
+        if name not in variants:
+            out.append(f"{name}: not in the lockfile")
+            continue
+        want, have = variants[name], entry(v)
+        for field in ("version", "archs"):
+            if want.get(field) != have[field]:
+                out.append(f"{name}: {field}: locked {want.get(field)}, now {have[field]}")
+        for group in ("options", "pins"):
+            w, h = want.get(group, {}), have[group]
+            for k in sorted(set(w) | set(h)):
+                if w.get(k) != h.get(k):
+                    out.append(f"{name}: {group[:-1] if group == 'pins' else 'option'} {k}: "
+                               f"locked {w.get(k, '(none)')!r}, now {h.get(k, '(none)')!r}")
+    return out
+
+
+def check(plan: BuildPlan, path: Path) -> None:
+    diffs = differences(plan, read(path))
+    if diffs:
+        shown = "\n  ".join(diffs[:30])
+        more = f"\n  … and {len(diffs) - 30} more" if len(diffs) > 30 else ""
+        raise PlanError(f"refusing to build: {len(diffs)} difference(s) from {path}:\n  "
+                        f"{shown}{more}\n  fix: restore what was locked, or re-lock with "
+                        f"`builder lock` if the change is intended")
