@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))  # builder from this checkout, installed or not
 
 from builder import matrix  # noqa: E402
 from builder.errors import BuilderError  # noqa: E402
-from builder.host.facts import HostFacts, probe  # noqa: E402
+from builder.host.facts import HostFacts  # noqa: E402
+from builder.host.probe import probe  # noqa: E402
 from builder.recipe.model import Recipe  # noqa: E402
 from builder.recipe.recipeset import RecipeSet  # noqa: E402
 from builder.workspace.paths import Workspace  # noqa: E402

@@ -9,10 +9,14 @@ installed ROCm device libraries) is consulted through :class:`HostFacts`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from builder.host.facts import HostFacts
+
+#: runs an argv and returns (exit code, output): how a backend probes its toolchain
+Capture = Callable[[list[str]], tuple[int, str]]
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,13 @@ class Backend(Protocol):
     cmake_language: str | None
     #: the device name tests get by default
     device: str
+    #: the environment variable that names the tool's executable (CUDACXX), if any
+    tool_env: str | None
+
+    def probe_toolchain(self, exe: str, version_output: str, run: Capture
+                        ) -> tuple[str, tuple[str, ...]]:
+        """The installed toolchain's version (from ``exe --version``'s output) and the archs
+        it can really build (it may run ``exe`` again through ``run``)."""
 
     def arch_belongs(self, arch: str) -> bool:
         """Is ``arch`` an architecture name of this backend at all?"""
@@ -96,6 +107,12 @@ def get(name: str) -> Backend:
     if not _REGISTRY:
         _REGISTRY.update(_registry())
     return _REGISTRY[name]
+
+
+def backends() -> tuple[Backend, ...]:
+    if not _REGISTRY:
+        _REGISTRY.update(_registry())
+    return tuple(_REGISTRY.values())
 
 
 def names() -> tuple[str, ...]:

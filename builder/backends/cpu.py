@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from builder.backends import KernelCommand, Unavailable
+import re
+
+from builder.backends import Capture, KernelCommand, Unavailable
 from builder.host.facts import HostFacts
 
 
@@ -11,6 +13,12 @@ class CpuBackend:
     tool: str | None = None
     cmake_language: str | None = None
     device = "cpu"
+    tool_env: str | None = None
+
+    def probe_toolchain(self, exe: str, version_output: str, run: Capture
+                        ) -> tuple[str, tuple[str, ...]]:
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?)", version_output)
+        return (m.group(1) if m else ""), ()
 
     def arch_belongs(self, arch: str) -> bool:
         return False  # a CPU variant has no GPU archs

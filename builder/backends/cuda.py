@@ -12,7 +12,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.backends import KernelCommand, Unavailable
+from builder.backends import Capture, KernelCommand, Unavailable
 from builder.host.facts import HostFacts
 from builder.resources import data_table
 
@@ -43,6 +43,16 @@ class CudaBackend:
     tool: str | None = "nvcc"
     cmake_language: str | None = "CUDA"
     device = "nvidia"
+    tool_env: str | None = "CUDACXX"
+
+    def probe_toolchain(self, exe: str, version_output: str, run: Capture
+                        ) -> tuple[str, tuple[str, ...]]:
+        m = re.search(r"V(\d+\.\d+\.\d+)", version_output) or \
+            re.search(r"(\d+\.\d+(?:\.\d+)?)", version_output)
+        rc, codes = run([exe, "--list-gpu-code"])
+        archs = tuple(sorted(set(re.findall(r"\bsm_\d+[af]?\b", codes)),
+                             key=lambda a: int(re.sub(r"\D", "", a)))) if rc == 0 else ()
+        return (m.group(1) if m else ""), archs
 
     def _parse(self, arch: str) -> tuple[int, str] | None:
         m = re.match(_table()["pattern"], arch)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builder.backends import KernelCommand, Unavailable, digits_order
+from builder.backends import Capture, KernelCommand, Unavailable, digits_order
 from builder.host.facts import HostFacts
 from builder.resources import data_table
 
@@ -19,6 +19,12 @@ class MetalBackend:
     tool: str | None = "xcrun"
     cmake_language: str | None = None
     device = "mps"
+    tool_env: str | None = None
+
+    def probe_toolchain(self, exe: str, version_output: str, run: Capture
+                        ) -> tuple[str, tuple[str, ...]]:
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?)", version_output)
+        return (m.group(1) if m else ""), ()
 
     def arch_belongs(self, arch: str) -> bool:
         return re.match(_table()["pattern"], arch) is not None

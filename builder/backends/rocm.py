@@ -7,12 +7,15 @@ gfx11, so those compiles fail — reported at plan time, not hidden).
 
 from __future__ import annotations
 
+import glob
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.backends import KernelCommand, Unavailable, digits_order
+from builder.backends import Capture, KernelCommand, Unavailable, digits_order
 from builder.host.facts import HostFacts
 from builder.resources import data_table
 
@@ -21,11 +24,30 @@ def _table() -> Any:
     return data_table("rocm.json")
 
 
+def bitcode_targets(hipcc: str) -> tuple[str, ...]:
+    """gfx targets whose device-library bitcode is installed (what hipcc can link)."""
+    roots = [os.environ.get("ROCM_PATH", ""), "/opt/rocm", "/usr/lib/x86_64-linux-gnu",
+             "/usr/lib", str(Path(hipcc).resolve().parent.parent)]
+    found: set[str] = set()
+    for root in filter(None, roots):
+        for pat in ("amdgcn/bitcode/oclc_isa_version_*.bc",
+                    "lib/amdgcn/bitcode/oclc_isa_version_*.bc"):
+            for f in glob.glob(os.path.join(root, pat)):
+                found.add("gfx" + Path(f).stem.rsplit("_", 1)[-1])
+    return tuple(sorted(found, key=lambda g: (len(g), g)))
+
+
 class RocmBackend:
     name = "rocm"
     tool: str | None = "hipcc"
     cmake_language: str | None = "HIP"
     device = "amd"
+    tool_env: str | None = None
+
+    def probe_toolchain(self, exe: str, version_output: str, run: Capture
+                        ) -> tuple[str, tuple[str, ...]]:
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?)", version_output.split("HIP version:", 1)[-1])
+        return (m.group(1) if m else ""), bitcode_targets(exe)
 
     def arch_belongs(self, arch: str) -> bool:
         return re.match(_table()["pattern"], arch) is not None

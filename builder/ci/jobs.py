@@ -25,8 +25,8 @@ from typing import Any
 
 from builder.ci.sessions import (
     CI_PYTHON,
-    _backend_key,
     _meanings,
+    backend_order,
     python_independent,
     recipe_pythons,
     session_name,
@@ -221,7 +221,7 @@ def ci_matrix(recipes: Iterable[Recipe], default_python: str = CI_PYTHON,
     roots = roots or {}
     all_sessions = sessions(recipes if project is None else project, default_python)
     jobs: dict[tuple[str, str], set[str]] = {}
-    backends = sorted({b for r in recipes for b in r.backend_names}, key=_backend_key)
+    backends = sorted({b for r in recipes for b in r.backend_names}, key=backend_order)
     for b in backends:
         mine = [r for r in recipes if r.backend(b) is not None]
         for r in mine:
@@ -243,7 +243,7 @@ def ci_matrix(recipes: Iterable[Recipe], default_python: str = CI_PYTHON,
     meaning = _meanings(recipes)
     session_recipes = {(s.backend, s.python): s.recipes for s in all_sessions}
     out: list[Job] = []
-    for (b, py), names in sorted(jobs.items(), key=lambda kv: (_backend_key(kv[0][0]),
+    for (b, py), names in sorted(jobs.items(), key=lambda kv: (backend_order(kv[0][0]),
                                                                version_key(kv[0][1]))):
         chosen = tuple(sorted(names))
         reqs = tuple(dict.fromkeys(q for n in chosen for q in by_name[n].requires.python))

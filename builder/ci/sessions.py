@@ -58,7 +58,7 @@ def version_key(version: str) -> tuple[int, ...]:
         return (999,)
 
 
-def _backend_key(name: str) -> tuple[int, str]:
+def backend_order(name: str) -> tuple[int, str]:
     order = registry.names()
     return (order.index(name) if name in order else len(order), name)
 
@@ -120,7 +120,7 @@ def sessions(recipes: Iterable[Recipe], default_python: str) -> list[Session]:
                    tuple(r.name for r in rs if python_independent(r)),
                    *(("", "") if meaning[b] == (b, "") else meaning[b]))
            for (b, py), rs in pairs.items()]
-    out.sort(key=lambda s: (_backend_key(s.backend), version_key(s.python)))
+    out.sort(key=lambda s: (backend_order(s.backend), version_key(s.python)))
     return out
 
 

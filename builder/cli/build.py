@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from builder.cli.main import _plan
+from builder.cli.planning import make_plan
 from builder.errors import Interrupted, PlanError, UsageError
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
 from builder.recipe.recipeset import display_path
@@ -51,7 +51,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                       f"killed with SIGKILL had left running", file=sys.stderr)
         unusable: frozenset[str] = frozenset()
         while True:
-            plan, named = _plan(args, ws, plan_all=False, unusable=unusable)
+            plan, named = make_plan(args, ws, plan_all=False, unusable=unusable)
             _check_requested(plan, args, named)
             if args.lockfile is not None:
                 from builder.workspace.pins import check
@@ -165,7 +165,7 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
                          "`builder remote list`)")
     args.remote = ""  # plan what is here; the remote is only written to
     with workspace_lock(ws, wait=True):
-        plan, _ = _plan(args, ws, plan_all=False)
+        plan, _ = make_plan(args, ws, plan_all=False)
         conan = next((c[0] for s in plan.steps for c in s.commands
                       if c and Path(c[0]).name == "conan"), "conan")
         print(f"publishing to {name} ({remote.configured(ws).get(name, '?')}):")

@@ -15,105 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from builder.cli import args as cli_args
+from builder.cli.planning import find_project, host_facts, make_plan
 from builder.errors import BuilderError, Interrupted, UsageError
-from builder.host.facts import HostFacts, load_host_facts, probe
-from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet, display_path
-from builder.resolve.resolver import Request, env_snapshot, resolve
+from builder.resolve.resolver import Request
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
-
-
-def find_project(start: Path) -> Path:
-    here = start.resolve()
-    for p in (here, *here.parents):
-        if (p / "recipes").is_dir():
-            return p
-    return here
-
-
-def _load(args: argparse.Namespace, ws: Workspace) -> tuple[RecipeSet, list]:  # type: ignore[type-arg]
-    paths = [Path(a) for a in getattr(args, "recipes", []) if a.endswith((".yaml", ".yml"))]
-    for p in paths:
-        if not p.is_file():
-            raise UsageError(f"no such recipe file: {p}")
-    rs = RecipeSet.load(ws.recipes_dir, paths)
-    if getattr(args, "all", False):
-        roots = list(rs.recipes)
-    elif args.recipes:
-        roots = rs.select(args.recipes, ws.recipes_dir)
-    else:
-        names = ", ".join(sorted(rs.by_name)) or "none found"
-        raise UsageError(f"name a recipe or pass --all (recipes: {names})")
-    return rs, roots
-
-
-def _host(ws: Workspace, rs: RecipeSet | None, facts_file: Path | None = None) -> HostFacts:
-    if facts_file is not None:
-        return load_host_facts(facts_file)
-    pkgs: set[str] = set()
-    if rs is not None:
-        from packaging.requirements import Requirement
-
-        for r in rs.recipes:
-            pkgs.update(Requirement(t).name.lower() for t in r.requires.python)
-    from builder.resolve.system import needed_packages
-
-    return probe(ws.host_cache, tuple(sorted(pkgs)),
-                 needed_packages(rs.recipes) if rs is not None else ())
-
-
-def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request:  # type: ignore[type-arg]
-    known = {o.name for r in roots for o in r.options}
-    for ov in args.option:
-        if not ov.recipe and ov.name not in known:
-            raise UsageError(f"-o {ov.name}: no selected recipe has an option '{ov.name}' "
-                             f"(options: {', '.join(sorted(known)) or 'none'})")
-    pythons = tuple(args.python)
-    if "all" in pythons or (plan_all and not pythons):
-        pythons = ("all",)
-    return Request(backends=tuple(dict.fromkeys(args.backend)), pythons=pythons,
-                   build_types=tuple(args.build_type), options=tuple(args.option),
-                   env=env_snapshot(os.environ, roots), skip_unsupported=args.skip_unsupported,
-                   memory_budget=args.memory_budget, jobs=args.jobs,
-                   run_tests=not getattr(args, "no_tests", False),
-                   conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
-                   cache_remote=args.cache_remote, remote=getattr(args, "remote", ""))
-
-
-def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
-          facts_file: Path | None = None, unusable: frozenset[str] = frozenset()
-          ) -> tuple[BuildPlan, list[str]]:
-    """The plan, and the names of the recipes the user asked for.  With ``--remote``, the
-    remote is asked which variants it holds (except the keys in ``unusable``)."""
-    from dataclasses import replace
-
-    from builder.workspace.state import read_state
-
-    rs, roots = _load(args, ws)
-    host = _host(ws, rs, facts_file)
-    request = _request(args, roots, plan_all)
-    closure = rs.closure(roots)
-    state = read_state(ws, closure)
-    notes: list[str] = []
-    if request.remote:
-        from builder.remote import conan as remote
-        from builder.resolve.steps import tool
-
-        try:
-            keys = remote.remote_keys(ws, tool(host, "conan", "conan"), request.remote,
-                                      [(r.name, r.version) for r in closure])
-        except remote.RemoteError as exc:
-            if not getattr(args, "remote_optional", False):
-                raise
-            keys = frozenset()
-            notes.append(f"remote '{exc.remote}' {exc.why}: building locally "
-                         f"(--remote-optional)")
-        state = replace(state, remote_keys=keys - unusable)
-    plan = resolve(roots, rs, request, host, state, ws)
-    if notes:
-        plan = replace(plan, notes=(*notes, *plan.notes))
-    return plan, [r.name for r in roots]
 
 
 def cmd_validate(args: argparse.Namespace, ws: Workspace) -> int:
@@ -134,7 +41,7 @@ def cmd_host(args: argparse.Namespace, ws: Workspace) -> int:
         rs: RecipeSet | None = RecipeSet.load(ws.recipes_dir)
     except BuilderError:
         rs = None  # host facts do not depend on the recipes being valid
-    host = _host(ws, rs)
+    host = host_facts(ws, rs)
     if args.format == "json":
         print(json.dumps(host.to_json(), indent=2, sort_keys=True))
         return 0
@@ -167,7 +74,7 @@ def cmd_host(args: argparse.Namespace, ws: Workspace) -> int:
 def cmd_plan(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.plan import text as planfmt
 
-    plan, _ = _plan(args, ws, plan_all=args.all, facts_file=args.host_facts)
+    plan, _ = make_plan(args, ws, plan_all=args.all, facts_file=args.host_facts)
     if args.format == "json":
         sys.stdout.write(planfmt.to_json(plan))
     elif args.format == "dot":
@@ -216,7 +123,7 @@ def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
 def cmd_lock(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.workspace.pins import write
 
-    plan, _ = _plan(args, ws, plan_all=False)
+    plan, _ = make_plan(args, ws, plan_all=False)
     n = write(plan, args.output)
     print(f"locked {n} variant(s) in {args.output}")
     return 0

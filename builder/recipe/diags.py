@@ -15,7 +15,7 @@ from builder.errors import Diagnostic
 from builder.recipe.yamlload import PathKey, Positions, format_path
 
 
-class _Diags:
+class Diags:
     def __init__(self, pos: Positions) -> None:
         self.pos = pos
         self.items: list[Diagnostic] = []
@@ -26,6 +26,6 @@ class _Diags:
                                      self.pos.line_text(loc.line)))
 
 
-def _did_you_mean(word: str, choices: list[str]) -> str:
+def did_you_mean(word: str, choices: list[str]) -> str:
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else ""

@@ -19,7 +19,7 @@ system:
   stay below their root; path sources and patches exist inside the recipe's project;
   git sources are pinned to a full commit (or, with ``allow_branch``, name a branch).
 
-Every problem is added to a :class:`~builder.recipe.diags._Diags`; nothing is raised here.
+Every problem is added to a :class:`~builder.recipe.diags.Diags`; nothing is raised here.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from builder import backends as backend_registry
 from builder.backends.platforms import names as target_names
-from builder.recipe.diags import _Diags, _did_you_mean
+from builder.recipe.diags import Diags, did_you_mean
 from builder.recipe.subst import is_known, variables
 from builder.recipe.yamlload import PathKey
 
@@ -43,7 +43,7 @@ KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "nvcc", "hipcc", "xcrun",
                "sccache", "git", "patch")
 
 
-def _check_substitutions(text: str, path: PathKey, d: _Diags, option_names: set[str]) -> None:
+def _check_substitutions(text: str, path: PathKey, d: Diags, option_names: set[str]) -> None:
     for name in variables(text):
         if not is_known(name):
             d.add(path, f"unknown substitution ${{{name}}}",
@@ -51,11 +51,11 @@ def _check_substitutions(text: str, path: PathKey, d: _Diags, option_names: set[
                   "${options.NAME}); write $${ for a literal ${")
         elif name.startswith("options.") and name[8:] not in option_names:
             d.add(path, f"${{{name}}} names an option that does not exist",
-                  _did_you_mean(name[8:], sorted(option_names)) or
+                  did_you_mean(name[8:], sorted(option_names)) or
                   f"declared options: {', '.join(sorted(option_names)) or 'none'}")
 
 
-def _check_option(name: str, spec: dict[str, Any], d: _Diags) -> None:
+def _check_option(name: str, spec: dict[str, Any], d: Diags) -> None:
     typ = spec["type"]
     py = {"bool": bool, "int": int, "str": str, "list": list}[typ]
     base: PathKey = ("options", name)
@@ -83,7 +83,7 @@ def _check_option(name: str, spec: dict[str, Any], d: _Diags) -> None:
                   f"allowed: {', '.join(map(str, allowed))}")
 
 
-def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: Path) -> None:
+def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_root: Path) -> None:
     version = data["package"]["version"]
     try:
         Version(version)
@@ -102,7 +102,7 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
         if kind is None and bname not in builtin:
             d.add(("backends", bname), f"unknown name '{bname}': not a built-in backend "
                   f"({', '.join(builtin)}), so it needs a `kind` saying which one it is",
-                  _did_you_mean(bname, list(builtin)) or
+                  did_you_mean(bname, list(builtin)) or
                   f"e.g. `{bname}: {{kind: cpu, target: linux-armv8}}`", key=True)
             continue
         if kind is not None and bname in builtin and kind != bname:
@@ -117,13 +117,13 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
         target = spec.get("target")
         if target is not None and target not in target_names():
             d.add(("backends", bname, "target"), f"unknown target platform '{target}'",
-                  _did_you_mean(target, list(target_names())) or
+                  did_you_mean(target, list(target_names())) or
                   f"known targets (builder/data/targets.json): {', '.join(target_names())}")
         be = backend_registry.get(kind or bname)
         for tool, specifier in (spec.get("tools") or {}).items():
             if tool not in KNOWN_TOOLS:
                 d.add(("backends", bname, "tools", tool), f"unknown tool '{tool}'",
-                      _did_you_mean(tool, list(KNOWN_TOOLS)) or
+                      did_you_mean(tool, list(KNOWN_TOOLS)) or
                       f"known tools: {', '.join(KNOWN_TOOLS)}", key=True)
             if "${" in specifier:
                 _check_substitutions(specifier, ("backends", bname, "tools", tool), d,
@@ -241,7 +241,7 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
             _check_below(rel, ("kernels", kname, "sources", b), "the source root", d)
     _check_below((data.get("python") or {}).get("package"), ("python", "package"),
                  "the install prefix", d)
-    for src in _sources(data):
+    for src in source_entries(data):
         _check_below(src.get("subdir"), ("source", "subdir"), "the source root", d)
         for j, patch in enumerate(src.get("patches") or ()):
             if not _resolve(recipe_dir / patch).is_relative_to(project_root):
@@ -279,7 +279,7 @@ def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: P
                   "remove it", key=True)
 
 
-def _check_below(rel: Any, path: PathKey, what: str, d: _Diags) -> None:
+def _check_below(rel: Any, path: PathKey, what: str, d: Diags) -> None:
     """A relative path from a recipe that must stay below ``what``."""
     if not isinstance(rel, str):
         return
@@ -336,5 +336,5 @@ def _is_full_rev(rev: str) -> bool:
     return len(rev) == 40 and all(c in "0123456789abcdef" for c in rev)
 
 
-def _sources(data: dict[str, Any]) -> list[dict[str, Any]]:
+def source_entries(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [data["source"]]

@@ -21,8 +21,8 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from builder.errors import RecipeError
 from builder.recipe import model as m
-from builder.recipe.diags import _Diags, _did_you_mean
-from builder.recipe.semantic import _semantic, _sources
+from builder.recipe.diags import Diags, did_you_mean
+from builder.recipe.semantic import check_semantics, source_entries
 from builder.recipe.yamlload import PathKey, Positions, format_path
 from builder.resources import text as resource_text
 
@@ -77,7 +77,7 @@ _PATTERN_HINTS = {
 }
 
 
-def _schema_diag(err: ValidationError, d: _Diags) -> None:
+def _schema_diag(err: ValidationError, d: Diags) -> None:
     path: PathKey = tuple(err.absolute_path)
     v = err.validator
     if v in ("oneOf", "anyOf") and err.context:
@@ -95,7 +95,7 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
         allowed = list(err.schema.get("properties", {}))
         extras = [k for k in err.instance if k not in allowed]
         for extra in extras:
-            hint = _did_you_mean(extra, allowed) or (
+            hint = did_you_mean(extra, allowed) or (
                 f"allowed keys here: {', '.join(allowed)}" if allowed else "")
             d.add((*path, extra), f"unknown key '{extra}'", hint, key=True)
         return
@@ -112,7 +112,7 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
         if v == "enum":
             assert isinstance(err.validator_value, list)  # `enum` is a list throughout our schema
             choices = [str(c) for c in err.validator_value]
-            d.add((*path, bad), f"unknown name '{bad}'", _did_you_mean(bad, choices) or
+            d.add((*path, bad), f"unknown name '{bad}'", did_you_mean(bad, choices) or
                   f"choose one of: {', '.join(choices)}", key=True)
         else:
             d.add((*path, bad), f"invalid name '{bad}'",
@@ -122,7 +122,7 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
         bad = err.instance if isinstance(err.instance, str) else str(err.instance)
         names = err.validator_value.get("enum") if isinstance(err.validator_value, dict) else None
         if names:
-            hint = _did_you_mean(bad, names) or f"choose one of: {', '.join(names)}"
+            hint = did_you_mean(bad, names) or f"choose one of: {', '.join(names)}"
             d.add((*path, bad), f"unknown name '{bad}'", hint, key=True)
         else:
             d.add((*path, bad), f"invalid name '{bad}'",
@@ -145,7 +145,7 @@ def _schema_diag(err: ValidationError, d: _Diags) -> None:
     if v == "enum":
         assert isinstance(err.validator_value, list)  # `enum` is a list throughout our schema
         choices = [str(c) for c in err.validator_value]
-        hint = (_did_you_mean(str(err.instance), choices) if isinstance(err.instance, str)
+        hint = (did_you_mean(str(err.instance), choices) if isinstance(err.instance, str)
                 else "") or f"choose one of: {', '.join(choices)}"
         d.add(path, f"'{err.instance}' is not allowed here", hint)
         return
@@ -202,7 +202,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
                 digest: str) -> m.Recipe:
     recipe_dir = file.resolve().parent
     sources = []
-    for src in _sources(data):
+    for src in source_entries(data):
         patches = tuple(str((recipe_dir / p).resolve()) for p in src.get("patches", ()))
         if "path" in src:
             sources.append(m.Source("path", str((recipe_dir / src["path"]).resolve()),
@@ -274,7 +274,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
 
 def validate(data: Any, pos: Positions, file: Path, display: str, digest: str) -> m.Recipe:
     """Schema + semantic checks; returns the model or raises RecipeError with all problems."""
-    d = _Diags(pos)
+    d = Diags(pos)
     if not isinstance(data, dict):
         d.add((), f"a recipe must be a mapping, got {_type_name(data)}",
               "start with `package: {name: ..., version: \"...\"}`")
@@ -282,7 +282,7 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str) -
     for err in _validator().iter_errors(data):
         _schema_diag(err, d)
     if not d.items:
-        _semantic(data, d, file.resolve().parent, project_root_of(file))
+        check_semantics(data, d, file.resolve().parent, project_root_of(file))
     if d.items:
         d.items.sort(key=lambda x: (x.location.line, x.location.col))
         raise RecipeError(d.items)

@@ -301,12 +301,12 @@ def build_profile() -> str:
     """The smallest profile Conan accepts for the settings-less artifacts package."""
     import platform
 
-    from builder.resolve.render import _ARCH, _OS
+    from builder.resolve.render import CONAN_ARCH, CONAN_OS
 
     system = platform.system().lower().replace("darwin", "macos")
     machine = platform.machine().lower()
-    return (f"[settings]\nos={_OS.get(system, system.capitalize())}\n"
-            f"arch={_ARCH.get(machine, machine)}\n")
+    return (f"[settings]\nos={CONAN_OS.get(system, system.capitalize())}\n"
+            f"arch={CONAN_ARCH.get(machine, machine)}\n")
 
 
 def artifacts_conanfile(name: str, version: str) -> str:

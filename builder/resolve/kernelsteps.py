@@ -18,7 +18,13 @@ from builder import backends as registry
 from builder.plan.model import BUILD, CACHED, SKIP, Step
 from builder.recipe.model import Recipe, digest
 from builder.recipe.subst import substitute
-from builder.resolve.steps import VariantContext, _status, _test_steps, fetch_steps, wheel_steps
+from builder.resolve.steps import (
+    VariantContext,
+    fetch_steps,
+    test_steps,
+    variant_status,
+    wheel_steps,
+)
 
 _KERNEL_LANG = {"cuda": "cuda", "rocm": "hip", "metal": "metal"}
 
@@ -79,7 +85,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
                 partial = Path(str(entry) + ".partial")
                 kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host,
                                        fmt)
-                status, reason, fix = _status(v)
+                status, reason, fix = variant_status(v)
                 if arch in skipped:
                     status, (reason, fix) = SKIP, skipped[arch]
                 elif status == BUILD and key[:20] in ctx.kernel_artifacts:
@@ -101,7 +107,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
     fetch = fetch_steps(ctx)
     if fetch:
         steps = [replace(st, deps=(*st.deps, fetch[0].id)) for st in steps]
-    status, reason, fix = _status(v)
+    status, reason, fix = variant_status(v)
     if status == BUILD and ctx.kernel_installs.get(str(tree)) == v.key and \
             all(s.status != BUILD for s in steps):
         status = CACHED
@@ -110,7 +116,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
                    status=status, reason=reason, fix=fix, inputs_hash=v.key,
                    params=(("tree", str(tree)), ("root", str(root)),
                            ("artifacts", json.dumps(artifacts, sort_keys=True))))
-    tests, _ = _test_steps(ctx, publish.id, str(tree))
+    tests, _ = test_steps(ctx, publish.id, str(tree))
     if publish.status == CACHED:  # the tests ran against this very tree when it was published
         tests = [replace(t, status=CACHED) if t.status == BUILD else t for t in tests]
     wheel = wheel_steps(ctx, str(Path(ctx.source_root()) / r.python.package), publish.id,

@@ -46,8 +46,8 @@ def conanfile(*, name: str, version: str, options: Sequence[str],
         requires=repr(tuple(requires)))
 
 
-_OS = {"linux": "Linux", "macos": "Macos", "windows": "Windows"}
-_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "armv8", "arm64": "armv8"}
+CONAN_OS = {"linux": "Linux", "macos": "Macos", "windows": "Windows"}
+CONAN_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "armv8", "arm64": "armv8"}
 
 
 def compiler_settings(host: HostFacts, cxx_tool: str = "cxx",
@@ -80,8 +80,8 @@ def profile(*, host: HostFacts, build_type: str, jobs: int, cflags: Sequence[str
         pr += "[platform_tool_requires]\n" + "\n".join(platform_tool_requires) + "\n"
     text = _template("profile.tmpl").substitute(
         host=f"{host.os}-{host.arch}" + (f", target {target.name}" if target else ""),
-        os=target.conan_os if target else _OS.get(host.os, host.os.capitalize()),
-        arch=target.arch if target else _ARCH.get(host.arch, host.arch), compiler=compiler,
+        os=target.conan_os if target else CONAN_OS.get(host.os, host.os.capitalize()),
+        arch=target.arch if target else CONAN_ARCH.get(host.arch, host.arch), compiler=compiler,
         compiler_version=version,
         libcxx=libcxx, cppstd=cppstd, build_type=CMAKE_BUILD_TYPE[build_type],
         platform_requires=pr, jobs=str(jobs), cflags=json.dumps(list(cflags)),

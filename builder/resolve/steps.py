@@ -114,7 +114,7 @@ class VariantContext:
         return out
 
 
-def _status(v: Variant) -> tuple[str, str, str]:
+def variant_status(v: Variant) -> tuple[str, str, str]:
     return v.status, v.reason, v.fix
 
 
@@ -125,12 +125,12 @@ def tool(host: HostFacts, name: str, fallback: str) -> str:
 
 
 
-def _test_steps(ctx: VariantContext, after: str, prefix_value: str
+def test_steps(ctx: VariantContext, after: str, prefix_value: str
                 ) -> tuple[list[Step], str]:
     """The recipe's test steps for this variant, chained, and the id the next step
     should wait for (a GPU-only test skipped here is not waited for)."""
     v = ctx.variant
-    status, reason, fix = _status(v)
+    status, reason, fix = variant_status(v)
     out: list[Step] = []
     prev = after
     for t in ctx.recipe.tests:
@@ -194,7 +194,7 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
     patch = tool(host, "patch", "patch")
     commands += [(patch, "-p1", "--forward", "--batch", "-d", partial, "-i", p)
                  for p in src.patches]
-    status, reason, fix = _status(v)
+    status, reason, fix = variant_status(v)
     if status == BUILD and dest.name in ctx.fetched:
         status = CACHED
     return [Step(id=f"{v.id}/fetch", kind="fetch", variant=v.id, commands=tuple(commands),
@@ -209,7 +209,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     be = registry.get(ctx.kind)
     spec = r.backend(v.backend)
     assert spec is not None
-    status, reason, fix = _status(v)
+    status, reason, fix = variant_status(v)
     bdir = ws.build_dir(r.name, ctx.vdir)
     stage = ws.stage_dir(r.name, ctx.vdir)
     vals = ctx.values()
@@ -345,7 +345,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              cwd=str(bdir), deps=(f"{sid}/build",), outputs=(str(stage),), status=status,
              reason=reason, fix=fix, params=(("clean", str(stage)),), timeout=600),
     ]
-    tests, last = _test_steps(ctx, f"{sid}/stage", str(stage))
+    tests, last = test_steps(ctx, f"{sid}/stage", str(stage))
     steps.extend(tests)
     steps.append(Step(id=f"{sid}/export", kind="export", variant=sid,
                       commands=((conan, "export-pkg", str(bdir / "conan"), *profile_args,
@@ -446,7 +446,7 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
                     target.machine if target else host.arch, native)
     out_dir = ctx.ws.state / "wheels" / v.backend / v.key[:12]
     out = out_dir / f"{dist_name(r.name)}-{r.version}-{tag}.whl"
-    status, reason, fix = _status(v)
+    status, reason, fix = variant_status(v)
     if status == BUILD and str(out) in ctx.wheels:
         status = CACHED
     return [Step(id=f"{v.id}/wheel", kind="wheel", variant=v.id, deps=(after,),

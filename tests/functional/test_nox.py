@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from builder.ci import sessions as matrix
-from builder.host.facts import probe
+from builder.host.probe import probe
 from builder.recipe.recipeset import RecipeSet
 from tests.conftest import REPO
 

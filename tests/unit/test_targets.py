@@ -316,7 +316,7 @@ def test_host_facts_round_trip_keeps_the_cross_compilers() -> None:
 
 def test_probe_tells_native_and_foreign_architecture_packages_apart(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from builder.host import facts as host_mod
+    from builder.host import probe as host_mod
 
     def fake_capture(argv: list[str], timeout: float = 20.0) -> tuple[int, str]:
         if argv[-1] == "--print-architecture":
@@ -328,7 +328,7 @@ def test_probe_tells_native_and_foreign_architecture_packages_apart(
                    "dpkg-query: no packages found matching libprotobuf-dev:arm64\n")
 
     monkeypatch.setattr(host_mod, "capture", fake_capture)
-    monkeypatch.setattr("builder.host.facts.shutil.which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr("builder.host.probe.shutil.which", lambda name: f"/usr/bin/{name}")
     got = dict(host_mod._probe_system_packages(host_mod._ProbeCache(None), (
         "libgtest-dev", "libgtest-dev:arm64", "libgoogle-glog-dev:arm64", "libprotobuf-dev",
         "libprotobuf-dev:arm64", "protobuf-compiler")))

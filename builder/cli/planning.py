@@ -1,0 +1,112 @@
+"""Turning a command line into a plan: find the project, load its recipes, look at the
+host (or read a host-facts file), ask the remote what it holds, and resolve."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from builder.errors import UsageError
+from builder.host.facts import HostFacts, load_host_facts
+from builder.host.probe import probe
+from builder.plan.model import BuildPlan
+from builder.recipe.recipeset import RecipeSet
+from builder.resolve.resolver import Request, env_snapshot, resolve
+from builder.workspace.paths import Workspace
+
+__all__ = ["find_project", "host_facts", "load_recipes", "make_plan", "request_for"]
+
+
+def find_project(start: Path) -> Path:
+    here = start.resolve()
+    for p in (here, *here.parents):
+        if (p / "recipes").is_dir():
+            return p
+    return here
+
+
+def load_recipes(args: argparse.Namespace, ws: Workspace) -> tuple[RecipeSet, list]:  # type: ignore[type-arg]
+    paths = [Path(a) for a in getattr(args, "recipes", []) if a.endswith((".yaml", ".yml"))]
+    for p in paths:
+        if not p.is_file():
+            raise UsageError(f"no such recipe file: {p}")
+    rs = RecipeSet.load(ws.recipes_dir, paths)
+    if getattr(args, "all", False):
+        roots = list(rs.recipes)
+    elif args.recipes:
+        roots = rs.select(args.recipes, ws.recipes_dir)
+    else:
+        names = ", ".join(sorted(rs.by_name)) or "none found"
+        raise UsageError(f"name a recipe or pass --all (recipes: {names})")
+    return rs, roots
+
+
+def host_facts(ws: Workspace, rs: RecipeSet | None, facts_file: Path | None = None) -> HostFacts:
+    if facts_file is not None:
+        return load_host_facts(facts_file)
+    pkgs: set[str] = set()
+    if rs is not None:
+        from packaging.requirements import Requirement
+
+        for r in rs.recipes:
+            pkgs.update(Requirement(t).name.lower() for t in r.requires.python)
+    from builder.resolve.system import needed_packages
+
+    return probe(ws.host_cache, tuple(sorted(pkgs)),
+                 needed_packages(rs.recipes) if rs is not None else ())
+
+
+def request_for(args: argparse.Namespace, roots: list, plan_all: bool) -> Request:  # type: ignore[type-arg]
+    known = {o.name for r in roots for o in r.options}
+    for ov in args.option:
+        if not ov.recipe and ov.name not in known:
+            raise UsageError(f"-o {ov.name}: no selected recipe has an option '{ov.name}' "
+                             f"(options: {', '.join(sorted(known)) or 'none'})")
+    pythons = tuple(args.python)
+    if "all" in pythons or (plan_all and not pythons):
+        pythons = ("all",)
+    return Request(backends=tuple(dict.fromkeys(args.backend)), pythons=pythons,
+                   build_types=tuple(args.build_type), options=tuple(args.option),
+                   env=env_snapshot(os.environ, roots), skip_unsupported=args.skip_unsupported,
+                   memory_budget=args.memory_budget, jobs=args.jobs,
+                   run_tests=not getattr(args, "no_tests", False),
+                   conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
+                   cache_remote=args.cache_remote, remote=getattr(args, "remote", ""))
+
+
+def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
+          facts_file: Path | None = None, unusable: frozenset[str] = frozenset()
+          ) -> tuple[BuildPlan, list[str]]:
+    """The plan, and the names of the recipes the user asked for.  With ``--remote``, the
+    remote is asked which variants it holds (except the keys in ``unusable``)."""
+    from dataclasses import replace
+
+    from builder.workspace.state import read_state
+
+    rs, roots = load_recipes(args, ws)
+    host = host_facts(ws, rs, facts_file)
+    request = request_for(args, roots, plan_all)
+    closure = rs.closure(roots)
+    state = read_state(ws, closure)
+    notes: list[str] = []
+    if request.remote:
+        from builder.remote import conan as remote
+        from builder.resolve.steps import tool
+
+        try:
+            keys = remote.remote_keys(ws, tool(host, "conan", "conan"), request.remote,
+                                      [(r.name, r.version) for r in closure])
+        except remote.RemoteError as exc:
+            if not getattr(args, "remote_optional", False):
+                raise
+            keys = frozenset()
+            notes.append(f"remote '{exc.remote}' {exc.why}: building locally "
+                         f"(--remote-optional)")
+        state = replace(state, remote_keys=keys - unusable)
+    plan = resolve(roots, rs, request, host, state, ws)
+    if notes:
+        plan = replace(plan, notes=(*notes, *plan.notes))
+    return plan, [r.name for r in roots]
+
+
