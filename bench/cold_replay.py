@@ -34,7 +34,7 @@ from builder.memory.estimate import Estimate, estimate, scan_includes  # noqa: E
 from builder.memory.policy import Job, Running, admit, curve_at  # noqa: E402
 from builder.recipe.recipeset import load_recipe  # noqa: E402
 from builder.recipe.validate import parse_size  # noqa: E402
-from builder.resolve.resolver import MIN_RESERVE  # noqa: E402
+from builder.resolve.request import MIN_RESERVE  # noqa: E402
 
 GiB = 2**30
 TICK = 0.1

@@ -23,7 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from builder.host.facts import load_host_facts  # noqa: E402
 from builder.recipe.recipeset import RecipeSet  # noqa: E402
-from builder.resolve.resolver import Request, resolve  # noqa: E402
+from builder.resolve.request import Request  # noqa: E402
+from builder.resolve.resolver import resolve  # noqa: E402
 from builder.workspace.paths import Workspace  # noqa: E402
 from builder.workspace.state import read_state  # noqa: E402
 

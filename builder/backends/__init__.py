@@ -4,7 +4,7 @@ Core code never branches on a backend's name: it asks the registry for the
 :class:`Backend` and calls its methods.  The tables that change with toolchain
 releases (which archs a CUDA or ROCm version supports, file extensions) are JSON
 files in ``builder/data``; the live toolchain (``nvcc --list-gpu-code``, the
-installed ROCm device libraries) is consulted through :class:`HostFacts`.
+installed ROCm device libraries) is consulted through :class:`HostView`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from builder.host.facts import HostFacts
+
+class ToolView(Protocol):
+    """What a backend reads of an installed tool (``builder.host.facts.ToolInfo``)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def archs(self) -> tuple[str, ...]: ...
+
+
+class HostView(Protocol):
+    """What a backend reads of the host (``builder.host.facts.HostView`` is one): backends
+    sit below the host package, which asks them to probe their toolchains."""
+
+    @property
+    def os(self) -> str: ...
+    @property
+    def arch(self) -> str: ...
+    def tool(self, name: str) -> ToolView | None: ...
+
 
 #: runs an argv and returns (exit code, output): how a backend probes its toolchain
 Capture = Callable[[list[str]], tuple[int, str]]
@@ -61,10 +82,10 @@ class Backend(Protocol):
     def arch_order(self, arch: str) -> tuple[int, str]:
         """Sort key: lower means older hardware."""
 
-    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+    def arch_unavailable(self, arch: str, host: HostView) -> Unavailable | None:
         """Why the installed toolchain cannot build ``arch`` (None when it can)."""
 
-    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+    def host_unavailable(self, host: HostView) -> Unavailable | None:
         """Why this host cannot build the backend at all (None when it can)."""
 
     def archs_cmake(self, archs: tuple[str, ...]) -> str:
@@ -78,9 +99,9 @@ class Backend(Protocol):
         The format is also the file extension."""
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts, fmt: str) -> KernelCommand: ...
+                       host: HostView, fmt: str) -> KernelCommand: ...
 
-    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+    def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:
         """Facts recorded in the manifest for an artifact (ISA version, min driver…)."""
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from builder.backends import Capture, KernelCommand, Unavailable
-from builder.host.facts import HostFacts
+from builder.backends import Capture, HostView, KernelCommand, Unavailable
 
 
 class CpuBackend:
@@ -29,11 +28,11 @@ class CpuBackend:
     def arch_order(self, arch: str) -> tuple[int, str]:
         return (0, arch)
 
-    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+    def arch_unavailable(self, arch: str, host: HostView) -> Unavailable | None:
         return Unavailable(f"{arch}: the cpu backend has no GPU architectures",
                            "remove `archs` from backends.cpu")
 
-    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+    def host_unavailable(self, host: HostView) -> Unavailable | None:
         if host.tool("cxx") is None:
             return Unavailable("cpu: no C++ compiler found",
                                "install g++ (apt-get install g++) or set CXX")
@@ -49,8 +48,8 @@ class CpuBackend:
         return ()
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts, fmt: str) -> KernelCommand:
+                       host: HostView, fmt: str) -> KernelCommand:
         raise NotImplementedError("cpu has no standalone kernels")
 
-    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+    def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:
         return {}

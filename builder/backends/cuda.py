@@ -12,8 +12,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.backends import Capture, KernelCommand, Unavailable
-from builder.host.facts import HostFacts
+from builder.backends import Capture, HostView, KernelCommand, Unavailable
 from builder.resources import data_table
 
 
@@ -70,7 +69,7 @@ class CudaBackend:
         p = self._parse(arch)
         return p if p else (0, arch)
 
-    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+    def arch_unavailable(self, arch: str, host: HostView) -> Unavailable | None:
         nvcc = host.tool("nvcc")
         parsed = self._parse(arch)
         if nvcc is None or parsed is None:
@@ -106,7 +105,7 @@ class CudaBackend:
                                    f"{', '.join(f'sm_{b}{suffix}' for b in sorted(allowed))})")
         return None
 
-    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+    def host_unavailable(self, host: HostView) -> Unavailable | None:
         if host.os == "macos":
             return Unavailable("cuda: CUDA is not available on macOS",
                                "build the cuda backend on a Linux or Windows host")
@@ -125,7 +124,7 @@ class CudaBackend:
         return tuple(_table()["formats"])
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts, fmt: str) -> KernelCommand:
+                       host: HostView, fmt: str) -> KernelCommand:
         nvcc = host.tool("nvcc")
         exe = nvcc.path if nvcc else "nvcc"
         target: tuple[str, ...]
@@ -136,7 +135,7 @@ class CudaBackend:
             target = (f"-arch={arch}",)
         return KernelCommand(((exe, f"-{fmt}", *target, *flags, source, "-o", out),), ())
 
-    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+    def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:
         nvcc = host.tool("nvcc")
         if nvcc is None:
             return {}

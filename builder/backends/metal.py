@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builder.backends import Capture, KernelCommand, Unavailable, digits_order
-from builder.host.facts import HostFacts
+from builder.backends import Capture, HostView, KernelCommand, Unavailable, digits_order
 from builder.resources import data_table
 
 
@@ -35,14 +34,14 @@ class MetalBackend:
     def arch_order(self, arch: str) -> tuple[int, str]:
         return digits_order(arch)
 
-    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+    def arch_unavailable(self, arch: str, host: HostView) -> Unavailable | None:
         if self.arch_belongs(arch) and arch not in _table()["families"]:
             known = ", ".join(_table()["families"])
             return Unavailable(f"{arch}: unknown Apple GPU family (known: {known})",
                                "add it to builder/data/metal.json or remove it")
         return None
 
-    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+    def host_unavailable(self, host: HostView) -> Unavailable | None:
         if host.os != "macos":
             return Unavailable("metal: needs a macOS host with xcrun",
                                "build the metal backend on macOS (a macOS CI runner)")
@@ -60,7 +59,7 @@ class MetalBackend:
         return (str(_table()["ext"]),)
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts, fmt: str) -> KernelCommand:
+                       host: HostView, fmt: str) -> KernelCommand:
         std = _table()["families"].get(arch, {}).get("std", "metal3.0")
         air = out + ".air"
         return KernelCommand(
@@ -69,6 +68,6 @@ class MetalBackend:
              ("xcrun", "-sdk", "macosx", "metallib", air, "-o", out)),
             (), (air,))
 
-    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+    def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:
         fam = _table()["families"].get(arch, {})
         return {"gpu_family": str(fam.get("gpu_family", "")), "metal_std": str(fam.get("std", ""))}

@@ -13,13 +13,10 @@ with its fix, never a silent success.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from builder.backends import Unavailable
+from builder.backends import HostView, Unavailable
 from builder.resources import data_table
-
-if TYPE_CHECKING:
-    from builder.host.facts import HostFacts
 
 #: ``uname -m`` / platform.machine() spellings → Conan's arch names
 _CONAN_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "armv8", "arm64": "armv8"}
@@ -133,7 +130,7 @@ def multiarch_names() -> tuple[str, ...]:
     return tuple(found)
 
 
-def for_host(name: str, host: HostFacts, backend: str = "") -> tuple[Platform | None,
+def for_host(name: str, host: HostView, backend: str = "") -> tuple[Platform | None,
                                                                       Unavailable | None]:
     """How ``host`` builds target ``name`` (the Platform), or why it cannot (Unavailable,
     its reason prefixed with ``backend:``).  Pure: only the host facts are consulted."""

@@ -15,8 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.backends import Capture, KernelCommand, Unavailable, digits_order
-from builder.host.facts import HostFacts
+from builder.backends import Capture, HostView, KernelCommand, Unavailable, digits_order
 from builder.resources import data_table
 
 
@@ -69,7 +68,7 @@ class RocmBackend:
                 best = row
         return best
 
-    def arch_unavailable(self, arch: str, host: HostFacts) -> Unavailable | None:
+    def arch_unavailable(self, arch: str, host: HostView) -> Unavailable | None:
         hip = host.tool("hipcc")
         if hip is None or not self.arch_belongs(arch):
             return None
@@ -85,7 +84,7 @@ class RocmBackend:
                                f"it (ROCm ≥ 5.7 for gfx11)")
         return None
 
-    def host_unavailable(self, host: HostFacts) -> Unavailable | None:
+    def host_unavailable(self, host: HostView) -> Unavailable | None:
         if host.os != "linux":
             return Unavailable("rocm: ROCm needs a Linux host", "build rocm on Linux")
         if host.tool("hipcc") is None:
@@ -103,12 +102,12 @@ class RocmBackend:
         return (str(_table()["ext"]),)
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostFacts, fmt: str) -> KernelCommand:
+                       host: HostView, fmt: str) -> KernelCommand:
         hip = host.tool("hipcc")
         exe = hip.path if hip else "hipcc"
         return KernelCommand(((exe, "--genco", f"--offload-arch={arch}", *flags, source,
                                "-o", out),), (("HIP_PLATFORM", "amd"),))
 
-    def artifact_facts(self, arch: str, host: HostFacts) -> dict[str, str]:
+    def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:
         hip = host.tool("hipcc")
         return {"toolchain": f"hipcc {hip.version}"} if hip else {}

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from builder import __version__
-from builder.resolve.options import OptionOverride
+from builder.resolve.request import OptionOverride
 
 EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe
 or host-facts file; 4 cannot be planned on this host (missing tool, unsupported arch);

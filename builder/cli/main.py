@@ -18,7 +18,7 @@ from builder.cli import args as cli_args
 from builder.cli.planning import find_project, host_facts, make_plan
 from builder.errors import BuilderError, Interrupted, UsageError
 from builder.recipe.recipeset import RecipeSet, display_path
-from builder.resolve.resolver import Request
+from builder.resolve.request import Request
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
@@ -35,7 +35,7 @@ def cmd_validate(args: argparse.Namespace, ws: Workspace) -> int:
 
 def cmd_host(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.plan.text import gib
-    from builder.resolve.resolver import memory_budget
+    from builder.resolve.request import memory_budget
 
     try:
         rs: RecipeSet | None = RecipeSet.load(ws.recipes_dir)

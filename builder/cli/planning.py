@@ -12,7 +12,8 @@ from builder.host.facts import HostFacts, load_host_facts
 from builder.host.probe import probe
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet
-from builder.resolve.resolver import Request, env_snapshot, resolve
+from builder.resolve.request import Request
+from builder.resolve.resolver import env_snapshot, resolve
 from builder.workspace.paths import Workspace
 
 __all__ = ["find_project", "host_facts", "load_recipes", "make_plan", "request_for"]

@@ -12,21 +12,12 @@ came from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from builder.errors import UsageError
 from builder.recipe.model import Option, OptionValue, Recipe, option_text
+from builder.resolve.request import Request
 
-if TYPE_CHECKING:
-    from builder.resolve.resolver import Request
+__all__ = ["parse_option_value", "resolve_options"]
 
-
-@dataclass(frozen=True)
-class OptionOverride:
-    recipe: str  # "" = every selected recipe that has the option
-    name: str
-    value: str
 
 
 def _bool(text: str) -> bool | None:

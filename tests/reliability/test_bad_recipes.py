@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from builder.errors import BuilderError, PlanError, RecipeError, UsageError
 from builder.recipe.recipeset import RecipeSet, load_recipe
 from builder.recipe.yamlload import MAX_NODES, load_text
-from builder.resolve.options import OptionOverride
-from builder.resolve.resolver import Request, resolve
+from builder.resolve.request import OptionOverride, Request
+from builder.resolve.resolver import resolve
 from builder.workspace.paths import Workspace
 from builder.workspace.state import read_state
 from tests.conftest import FIXTURES, REPO, host

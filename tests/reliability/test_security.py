@@ -14,8 +14,8 @@ import pytest
 from builder.errors import PlanError, RecipeError
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet, load_recipe
-from builder.resolve.options import OptionOverride
-from builder.resolve.resolver import Request, resolve
+from builder.resolve.request import OptionOverride, Request
+from builder.resolve.resolver import resolve
 from builder.util.runner import SubprocessRunner
 from builder.workspace.paths import Workspace
 from builder.workspace.state import read_state

@@ -8,7 +8,8 @@ from pathlib import Path
 from builder.plan.model import BUILD, CACHED, DOWNLOAD
 from builder.recipe.recipeset import RecipeSet
 from builder.remote import conan as remote
-from builder.resolve.resolver import Request, resolve
+from builder.resolve.request import Request
+from builder.resolve.resolver import resolve
 from builder.workspace.paths import Workspace
 from builder.workspace.state import read_state
 from tests.conftest import host

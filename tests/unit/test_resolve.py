@@ -11,8 +11,8 @@ import pytest
 from builder.errors import UnsupportedError, UsageError
 from builder.plan.model import BUILD, CACHED, SKIP, BuildPlan
 from builder.recipe.recipeset import RecipeSet
-from builder.resolve.options import OptionOverride
-from builder.resolve.resolver import Request, resolve
+from builder.resolve.request import OptionOverride, Request
+from builder.resolve.resolver import resolve
 from builder.workspace.paths import Workspace
 from builder.workspace.state import read_state
 from tests.conftest import REPO, host

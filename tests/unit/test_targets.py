@@ -18,7 +18,8 @@ from builder.errors import RecipeError, UsageError
 from builder.host.facts import HostFacts, ToolInfo
 from builder.plan.model import BUILD, SKIP, BuildPlan
 from builder.recipe.recipeset import RecipeSet
-from builder.resolve.resolver import Request, resolve
+from builder.resolve.request import Request
+from builder.resolve.resolver import resolve
 from builder.resolve.system import needed_packages
 from builder.util.runner import RecordingRunner
 from builder.workspace.paths import Workspace

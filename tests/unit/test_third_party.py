@@ -9,7 +9,7 @@ import pytest
 
 from builder.errors import PlanError
 from builder.plan.model import BUILD, SKIP
-from builder.resolve.options import OptionOverride
+from builder.resolve.request import OptionOverride
 from builder.resolve.system import upstream_version
 from builder.workspace.pins import check, lock_data
 from tests.unit.test_resolve import plan_for
@@ -161,7 +161,8 @@ def test_a_compiler_without_a_shared_libstdcxx_is_refused_for_system_cxx_deps(
     from dataclasses import replace
 
     from builder.recipe.recipeset import RecipeSet
-    from builder.resolve.resolver import Request, resolve
+    from builder.resolve.request import Request
+    from builder.resolve.resolver import resolve
     from builder.workspace.paths import Workspace
     from builder.workspace.state import read_state
     from tests.conftest import host

@@ -1,0 +1,47 @@
+"""What a command asks the resolver for: which backends, Pythons, build types and option
+values, and the build-wide settings (memory budget, jobs, caches, remotes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from builder.host.facts import HostFacts
+
+__all__ = ["MIN_RESERVE", "OptionOverride", "Request", "memory_budget"]
+
+#: besides the compile jobs and their launchers (which the broker counts): builder, cmake,
+#: ninja and the cgroup helper (~45 MB anonymous, measured), page tables, slack
+MIN_RESERVE = 128 * 2**20
+
+
+@dataclass(frozen=True)
+class OptionOverride:
+    recipe: str  # "" = every selected recipe that has the option
+    name: str
+    value: str
+
+
+
+@dataclass(frozen=True)
+class Request:
+    backends: tuple[str, ...] = ()  # empty: every backend each recipe declares
+    pythons: tuple[str, ...] = ()  # empty: the default Python; ("all",): every supported one
+    build_types: tuple[str, ...] = ()  # empty: each recipe's first build type
+    options: tuple[OptionOverride, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # the environment variables the plan may use
+    skip_unsupported: bool = False
+    memory_budget: int = 0  # bytes; 0: derived from the host
+    jobs: int = 0  # 0: the host's CPUs
+    run_tests: bool = True
+    conan_remote: str = ""  # a configured Conan remote for `provider: remote` requirements
+    compiler_cache: str = ""  # none | ccache | sccache; "": the recipe's default, else none
+    cache_remote: str = ""  # remote storage for the compiler cache, e.g. redis://127.0.0.1:6379
+    remote: str = ""  # a Conan remote holding published variants (download, not build)
+
+
+def memory_budget(host: HostFacts, request: Request) -> int:
+    """The bytes compile jobs may hold at once: asked for, or what the host can spare."""
+    if request.memory_budget:
+        return request.memory_budget
+    usable = host.memory.usable()
+    return max(usable - max(MIN_RESERVE, usable * 3 // 100), 0)
