@@ -10,6 +10,7 @@ it, so a reader never sees half of one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -23,6 +24,17 @@ from typing import Any
 
 from builder.errors import DownloadFailed, Interrupted, StepFailed
 from builder.plan.model import CACHED, SKIP, TO_RUN, BuildPlan, Step
+from builder.plan.payloads import (
+    CleanStage,
+    CompileJobs,
+    Download,
+    FetchSource,
+    KernelEntry,
+    PublishInstall,
+    PublishKernels,
+    RenderFiles,
+    WheelBuild,
+)
 from builder.util.files import atomic_write, file_list, file_sha256, replace_dir
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
@@ -152,7 +164,8 @@ class Executor:
             self._commands(step)
 
     def _do_render(self, step: Step) -> None:
-        for path, text in json.loads(step.param("files")).items():
+        assert isinstance(step.payload, RenderFiles)
+        for path, text in step.payload.files:
             atomic_write(Path(path), text)
         self._ensure_conan_home()
 
@@ -165,19 +178,18 @@ class Executor:
         """A CMake build with its memory broker running for the compile launchers."""
         from builder.memory.broker import Broker, BrokerConfig
 
-        cfg = json.loads(step.param("memory") or "{}")
-        if not cfg:
+        if not isinstance(step.payload, CompileJobs):
             self._commands(step)
             return
+        cfg, prediction = step.payload.memory, step.payload.prediction
         # A short path (Unix socket names are limited to ~100 bytes), unique per process.
         name = f"builder-{os.getpid()}-{_safe_name(step.variant)[-40:]}.sock"
         sock = Path(tempfile.gettempdir()) / name
         broker = Broker(sock, BrokerConfig(
-            budget=int(cfg["budget"]), slots=int(cfg["slots"]), source_root=cfg["source_root"],
-            build_dir=cfg["build_dir"], history_path=cfg["history_path"],
-            recipe_default=int(cfg.get("recipe_default", 0)),
-            recipe_globs=tuple((g, int(n)) for g, n in cfg.get("recipe_globs", [])),
-            lowmem_flags=tuple(cfg.get("lowmem_flags", []))))
+            budget=cfg.budget, slots=cfg.slots, source_root=cfg.source_root,
+            build_dir=cfg.build_dir, history_path=cfg.history_path,
+            recipe_default=cfg.recipe_default, recipe_globs=cfg.recipe_globs,
+            lowmem_flags=cfg.lowmem_flags))
         broker.start()
         self.broker = broker
         cache_before = compiler_cache_stats(dict(step.env))
@@ -190,20 +202,20 @@ class Executor:
             cache = _stats_delta(cache_before, compiler_cache_stats(dict(step.env)))
             if cache:
                 self.cache_stats.append(cache)
-            atomic_write(report, json.dumps({"step": step.id, "budget": cfg["budget"],
+            atomic_write(report, json.dumps({"step": step.id, "budget": cfg.budget,
                                               "wall0": broker.wall0, "compiler_cache": cache,
-                                              "slots": cfg["slots"],
-                                              "prediction": json.loads(
-                                                  step.param("prediction") or "{}"),
+                                              "slots": cfg.slots,
+                                              "prediction": dataclasses.asdict(prediction),
                                               "jobs": broker.report()}, indent=1))
 
     def _do_wheel(self, step: Step) -> None:
         from builder.wheels.build import build_wheel
 
+        w = step.payload
+        assert isinstance(w, WheelBuild)
         try:
-            build_wheel(Path(step.param("src")), Path(step.param("out_dir")), step.param("name"),
-                        step.param("version"), step.param("tag"),
-                        summary=step.param("summary"))
+            build_wheel(Path(w.src), Path(w.out_dir), w.name, w.version, w.tag,
+                        summary=w.summary)
         except (OSError, ValueError) as exc:
             raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
                              f"cannot build the wheel: {exc}") from None
@@ -211,15 +223,17 @@ class Executor:
     def _do_fetch(self, step: Step) -> None:
         from builder.source import fetch
 
-        dest, partial = Path(step.param("dest")), Path(step.param("partial"))
+        src = step.payload
+        assert isinstance(src, FetchSource)
+        dest, partial = Path(src.dest), Path(src.partial)
         if fetch.is_fetched(dest):
             return
         shutil.rmtree(partial, ignore_errors=True)
         try:
-            if step.param("kind") == "url":
+            if src.kind == "url":
                 archive = dest.with_name(dest.name + ".download")
                 try:
-                    fetch.download(step.param("location"), archive, step.param("sha256"))
+                    fetch.download(src.location, archive, src.sha256)
                     fetch.extract(archive, partial)
                 finally:
                     archive.unlink(missing_ok=True)
@@ -230,17 +244,17 @@ class Executor:
                 if "patch" in Path(failed.argv[0]).name:
                     failed.explanation = "a patch does not apply cleanly to this source"
                 raise
-            marker: dict[str, object] = {k: step.param(k) for k in
-                                         ("kind", "location", "rev", "sha256")}
-            if step.param("kind") == "git":
+            marker: dict[str, object] = {"kind": src.kind, "location": src.location,
+                                         "rev": src.rev, "sha256": src.sha256}
+            if src.kind == "git":
                 from builder.recipe.semantic import is_full_rev
                 from builder.util.runner import capture
 
                 rc, out = capture(["git", "-C", str(partial), "rev-parse", "HEAD"])
-                head, rev = out.strip(), step.param("rev")
+                head, rev = out.strip(), src.rev
                 branch = not is_full_rev(rev)  # opted in with allow_branch
                 if rc != 0 or not is_full_rev(head) or (head != rev and not branch):
-                    raise fetch.FetchError(f"{step.param('location')}: checked out "
+                    raise fetch.FetchError(f"{src.location}: checked out "
                                            f"{head!r}, expected {rev}")
                 marker["commit"] = head  # what the branch or tag resolved to, now
                 if branch:
@@ -255,13 +269,13 @@ class Executor:
             shutil.rmtree(partial, ignore_errors=True)
 
     def _do_stage(self, step: Step) -> None:
-        clean = step.param("clean")
-        if clean:
-            shutil.rmtree(clean, ignore_errors=True)
+        if isinstance(step.payload, CleanStage):
+            shutil.rmtree(step.payload.stage, ignore_errors=True)
         self._commands(step)
 
     def _do_kernel(self, step: Step) -> None:
-        partial, entry = Path(step.param("partial")), Path(step.param("entry"))
+        assert isinstance(step.payload, KernelEntry)
+        partial, entry = Path(step.payload.partial), Path(step.payload.entry)
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         try:
@@ -287,7 +301,9 @@ class Executor:
         written when they were published, and put their files where a build would."""
         from builder.remote import conan as rm
 
-        name, key, conan = step.param("remote"), step.param("key"), step.param("conan")
+        dl = step.payload
+        assert isinstance(dl, Download)
+        name, key, conan = dl.remote, dl.key, dl.conan
         log = self._log_path(step)
         try:
             self._commands(step)
@@ -299,7 +315,7 @@ class Executor:
         run = rm.checked(self.runner, step.id, self.ws.state, dict(step.env),
                          log.with_suffix(".check.log"), 600)
 
-        refs = json.loads(step.param("refs"))
+        refs = dl.refs
         out_file = self.ws.state / f".download.tmp{os.getpid()}.json"
         found = {ref: rm.locate(run, conan, ref, key, out_file) for ref in refs}
         art = found[refs[-1]]
@@ -329,14 +345,14 @@ class Executor:
         assert art is not None
         try:
             if main is not None:
-                rm.copy_tree(main.folder, Path(step.param("stage")))
-            for wheel in json.loads(step.param("wheels")):
+                rm.copy_tree(main.folder, Path(dl.stage))
+            for wheel in dl.wheels:
                 dest = Path(wheel)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 tmp = dest.with_name(f".{dest.name}.tmp{os.getpid()}")
                 shutil.copyfile(art.folder / "wheels" / dest.name, tmp)
                 os.replace(tmp, dest)
-            for entry in json.loads(step.param("kernel_entries")):
+            for entry in dl.kernel_entries:
                 rm.copy_tree(art.folder / "kernels" / Path(entry).name, Path(entry))
         except OSError as exc:  # the remote's package lacks what this plan needs
             raise DownloadFailed(step.id, str(log), f"the packages from remote '{name}' "
@@ -344,16 +360,18 @@ class Executor:
                                  corrupt=True) from None
 
     def _do_publish(self, step: Step) -> None:
-        stage, prefix = Path(step.param("stage")), Path(step.param("prefix"))
-        meta = json.loads(step.param("meta") or "{}")
-        manifest = {**meta, "key": step.inputs_hash, "files": file_list(stage),
+        pub = step.payload
+        assert isinstance(pub, PublishInstall)
+        stage, prefix = Path(pub.stage), Path(pub.prefix)
+        manifest = {**pub.meta, "key": step.inputs_hash, "files": file_list(stage),
                     "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         atomic_write(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
         replace_dir(stage, prefix)
 
     def _do_publish_kernels(self, step: Step) -> None:
-        tree, root = Path(step.param("tree")), Path(step.param("root"))
-        artifacts = json.loads(step.param("artifacts"))
+        pub = step.payload
+        assert isinstance(pub, PublishKernels)
+        tree, root, artifacts = Path(pub.tree), Path(pub.root), pub.artifacts
         tmp = root / f".{tree.name}.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)

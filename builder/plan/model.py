@@ -13,6 +13,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from builder.plan.payloads import Payload, payload_from_json, payload_to_json
+
+__all__ = ["BUILD", "CACHED", "DOWNLOAD", "SKIP", "TO_RUN", "BuildPlan", "Step", "Variant"]
+
 BUILD, CACHED, SKIP = "build", "cached", "skip"
 DOWNLOAD = "download"  # built elsewhere: fetched from a Conan remote instead of built
 TO_RUN = (BUILD, DOWNLOAD)
@@ -34,12 +38,9 @@ class Step:
     status: str = BUILD
     reason: str = ""
     fix: str = ""
-    #: for steps done in-process (render, publish): what to do, as data
-    params: tuple[tuple[str, str], ...] = ()
+    #: for steps done in-process (render, fetch, publish…): what to do, as typed data
+    payload: Payload | None = None
     timeout: int = 3600
-
-    def param(self, name: str) -> str:
-        return dict(self.params).get(name, "")
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,8 @@ class BuildPlan:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("_index", None)
+        for step, out in zip(self.steps, d["steps"], strict=True):
+            out["payload"] = payload_to_json(step.payload)
         return d
 
     @staticmethod
@@ -102,7 +105,11 @@ class BuildPlan:
                 return tuple(tup(i) for i in x)
             return x
 
-        steps = tuple(Step(**{k: tup(v) for k, v in s.items()}) for s in d["steps"])
+        def step(s: dict[str, Any]) -> Step:
+            fields: dict[str, Any] = {k: tup(v) for k, v in s.items() if k != "payload"}
+            return Step(**fields, payload=payload_from_json(s.get("payload")))
+
+        steps = tuple(step(s) for s in d["steps"])
         variants = tuple(Variant(**{k: tup(v) for k, v in v_.items()}) for v_ in d["variants"])
         return BuildPlan(variants=variants, steps=steps, host=d["host"], cpus=d["cpus"],
                          memory_budget=d["memory_budget"], jobs=d["jobs"],

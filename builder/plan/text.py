@@ -8,6 +8,7 @@ import json
 import shlex
 
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step
+from builder.plan.payloads import CompileJobs, RenderFiles
 
 _MARK = {BUILD: "build", DOWNLOAD: "download", CACHED: "cached", SKIP: "skip"}
 _COLOR = {BUILD: "\033[33m", DOWNLOAD: "\033[36m", CACHED: "\033[32m", SKIP: "\033[90m"}
@@ -29,21 +30,20 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
     lines = [head]
     if s.status == SKIP and s.reason and s.reason != said:
         lines.append(f"        skip: {s.reason}")
-    pred = json.loads(s.param("prediction") or "{}")
-    if pred.get("jobs"):
-        lines.append(f"        memory: {pred['jobs']} compile job(s) under a "
-                     f"{gib(pred['budget'])} budget → predicted peak {gib(pred['peak'])}, "
-                     f"~{pred['parallelism']:.1f} in parallel, ~{pred['wall']:.0f} s")
-        for h in pred.get("heaviest", [])[:3]:
-            lines.append(f"          {h['file']}: ~{gib(h['peak'])} ({h['source']})")
+    pred = s.payload.prediction if isinstance(s.payload, CompileJobs) else None
+    if pred and pred.jobs:
+        lines.append(f"        memory: {pred.jobs} compile job(s) under a "
+                     f"{gib(pred.budget)} budget → predicted peak {gib(pred.peak)}, "
+                     f"~{pred.parallelism:.1f} in parallel, ~{pred.wall:.0f} s")
+        for h in pred.heaviest[:3]:
+            lines.append(f"          {h.file}: ~{gib(h.peak)} ({h.source})")
     if show_commands:
         for k, v in s.env:
             lines.append(f"        env {k}={v}")
         for argv in s.commands:
             lines.append(f"        $ {shlex.join(argv)}")
-        if s.kind == "render":
-            files = json.loads(s.param("files") or "{}")
-            for path in files:
+        if isinstance(s.payload, RenderFiles):
+            for path in s.payload.paths():
                 lines.append(f"        writes {path}")
     return lines
 

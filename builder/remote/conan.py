@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import BuilderError
-from builder.plan.model import DOWNLOAD, Variant
+from builder.plan.model import DOWNLOAD, BuildPlan, Variant
+from builder.plan.payloads import KernelEntry
 from builder.resolve.download import artifacts_ref, key_query
+from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
 MANIFEST = "builder-artifacts.json"
@@ -202,7 +204,7 @@ class Located:
 Run = Callable[[Sequence[str]], str]  # runs a command, returns its output; raises on failure
 
 
-def checked(runner: Any, step_id: str, cwd: Path, env: dict[str, str], log: Path,
+def checked(runner: Runner, step_id: str, cwd: Path, env: dict[str, str], log: Path,
             timeout: int) -> Run:
     """A :data:`Run` over builder's runner: output into ``log``; a non-zero exit raises
     :class:`StepFailed`, an interruption :class:`Interrupted`."""
@@ -313,7 +315,7 @@ def artifacts_conanfile(name: str, version: str) -> str:
     return ARTIFACTS_CONANFILE.format(name=f"{name}-artifacts", version=version)
 
 
-def publish(plan: Any, ws: Workspace, remote: str, conan: str, runner: Any,
+def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Runner,
             say: Callable[[str], None]) -> int:
     """Upload every up-to-date variant of ``plan`` to ``remote``: its Conan package (CMake
     recipes), then its artifacts package (wheels, kernel cache entries and the sha256 list
@@ -346,8 +348,8 @@ def publish(plan: Any, ws: Workspace, remote: str, conan: str, runner: Any,
         cmake = any(s.kind == "export" for s in steps)
         wheels = [s.outputs[0] for s in steps if s.kind == "wheel" and s.outputs and
                   Path(s.outputs[0]).is_file()]
-        entries = [s.param("entry") for s in steps if s.kind == "kernel" and
-                   s.status != SKIP and Path(s.param("entry")).is_dir()]
+        entries = [s.payload.entry for s in steps if isinstance(s.payload, KernelEntry) and
+                   s.status != SKIP and Path(s.payload.entry).is_dir()]
         vdir = v.id.split("/", 1)[1]
         work = ws.state / "publish" / vdir
         out_file = ws.state / f".publish.tmp{os.getpid()}.json"

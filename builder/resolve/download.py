@@ -4,10 +4,10 @@ and handed in through the workspace :class:`~builder.workspace.state.State`)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from builder.plan.model import DOWNLOAD, Step, Variant
+from builder.plan.payloads import Download, KernelEntry, PublishInstall
 from builder.workspace.paths import Workspace
 
 __all__ = ["artifacts_ref", "download_steps", "key_query"]
@@ -28,20 +28,19 @@ def download_steps(v: Variant, steps: list[Step], remote: str, conan: str, ws: W
     left out (they ran where the variant was built and published)."""
     sid = v.id
     wheels = [s.outputs[0] for s in steps if s.kind == "wheel" and s.outputs]
-    entries = [s.param("entry") for s in steps if s.kind == "kernel" and s.param("entry")]
+    entries = [s.payload.entry for s in steps if isinstance(s.payload, KernelEntry)]
     refs = ([f"{v.recipe}/{v.version}"] if cmake else []) + [artifacts_ref(v.recipe,
                                                                            v.version)]
     env = (("CONAN_HOME", str(ws.conan_home)),)
-    stage = next((s.param("stage") for s in steps if s.kind == "publish"), "")
+    stage = next((s.payload.stage for s in steps if isinstance(s.payload, PublishInstall)), "")
     download = Step(
         id=f"{sid}/download", kind="download", variant=sid,
         commands=tuple((conan, "download", f"{ref}#*:*", "-p", key_query(v.key), "-r", remote)
                        for ref in refs),
         env=env, cwd=str(ws.state), outputs=tuple(wheels), status=DOWNLOAD,
         reason=v.reason, inputs_hash=v.key, timeout=1800,
-        params=(("remote", remote), ("conan", conan), ("key", v.key),
-                ("refs", json.dumps(refs)), ("stage", stage),
-                ("wheels", json.dumps(wheels)), ("kernel_entries", json.dumps(entries))))
+        payload=Download(remote=remote, conan=conan, key=v.key, refs=tuple(refs), stage=stage,
+                         wheels=tuple(wheels), kernel_entries=tuple(entries)))
     kept = [replace(s, status=DOWNLOAD, reason=v.reason, deps=(download.id,))
             for s in steps if s.kind in ("publish", "publish-kernels")]
     return [download, *kept]

@@ -10,12 +10,12 @@ The steps shared with CMake recipes (fetch, tests, wheels) come from :mod:`build
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 from builder import backends as registry
 from builder.plan.model import BUILD, CACHED, SKIP, Step
+from builder.plan.payloads import KernelEntry, PublishKernels
 from builder.recipe.model import Recipe, digest
 from builder.recipe.subst import substitute
 from builder.resolve.steps import (
@@ -95,8 +95,8 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
                     id=f"{v.id}/kernel:{k.name}:{arch}{suffix}", kind="kernel", variant=v.id,
                     commands=kc.commands, env=kc.env, cwd=ctx.source_root(),
                     inputs_hash=key, outputs=(str(entry / f"{arch}.{fmt}"),), status=status,
-                    reason=reason, fix=fix, params=(("partial", str(partial)),
-                                                    ("entry", str(entry))), timeout=1800))
+                    reason=reason, fix=fix, payload=KernelEntry(str(partial), str(entry)),
+                    timeout=1800))
                 if arch not in skipped:
                     layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
                                                                       ext=fmt))
@@ -114,8 +114,8 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
     publish = Step(id=f"{v.id}/publish", kind="publish-kernels", variant=v.id,
                    deps=tuple(s.id for s in steps if s.status != SKIP), outputs=(str(tree),),
                    status=status, reason=reason, fix=fix, inputs_hash=v.key,
-                   params=(("tree", str(tree)), ("root", str(root)),
-                           ("artifacts", json.dumps(artifacts, sort_keys=True))))
+                   payload=PublishKernels(tree=str(tree), root=str(root),
+                                          artifacts=tuple(artifacts)))
     tests, _ = test_steps(ctx, publish.id, str(tree))
     if publish.status == CACHED:  # the tests ran against this very tree when it was published
         tests = [replace(t, status=CACHED) if t.status == BUILD else t for t in tests]

@@ -12,11 +12,9 @@ This module holds the CMake steps and the steps both kinds share (fetch, tests, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from packaging.requirements import Requirement
 
@@ -26,6 +24,17 @@ from builder.host.facts import HostFacts, PythonInfo
 from builder.memory.estimate import estimate
 from builder.memory.policy import simulate
 from builder.plan.model import BUILD, CACHED, SKIP, Step, Variant
+from builder.plan.payloads import (
+    CleanStage,
+    CompileJobs,
+    FetchSource,
+    HeavyJob,
+    MemoryConfig,
+    Prediction,
+    PublishInstall,
+    RenderFiles,
+    WheelBuild,
+)
 from builder.recipe.model import CMAKE_BUILD_TYPE, OptionValue, Recipe, digest, option_text
 from builder.recipe.subst import substitute
 from builder.resolve import render
@@ -200,8 +209,8 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
     return [Step(id=f"{v.id}/fetch", kind="fetch", variant=v.id, commands=tuple(commands),
                  cwd=str(ctx.ws.state), outputs=(str(dest),), status=status, reason=reason,
                  fix=fix, inputs_hash=dest.name, timeout=1800,
-                 params=(("kind", src.kind), ("location", src.location), ("rev", src.rev),
-                         ("sha256", src.sha256), ("dest", str(dest)), ("partial", partial)))]
+                 payload=FetchSource(kind=src.kind, location=src.location, rev=src.rev,
+                                     sha256=src.sha256, dest=str(dest), partial=partial))]
 
 
 def cmake_steps(ctx: VariantContext) -> list[Step]:
@@ -311,7 +320,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     steps = [*fetch,
         Step(id=f"{sid}/render", kind="render", variant=sid, deps=pre,
              outputs=tuple(files), status=status, reason=reason, fix=fix,
-             params=(("files", json.dumps(files, sort_keys=True)),)),
+             payload=RenderFiles(tuple(sorted(files.items())))),
         Step(id=f"{sid}/conan-install", kind="conan-install", variant=sid,
              commands=((conan, "install", str(bdir / "conan"), "--output-folder",
                         str(bdir / "gen"), *profile_args, *option_args,
@@ -331,19 +340,16 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
         Step(id=f"{sid}/build", kind="build", variant=sid,
              commands=(build_argv,), env=tuple(cache_env),
              cwd=str(bdir), deps=(f"{sid}/configure",), status=status, reason=reason, fix=fix,
-             memory=prediction["peak"], timeout=BUILD_TIMEOUT,
-             params=(("prediction", json.dumps(prediction, sort_keys=True)),
-                     ("memory", json.dumps({
-                         "budget": ctx.budget, "slots": ctx.jobs, "source_root": vals["source"],
-                         "build_dir": vals["build"], "recipe_default": r.memory.default,
-                         "recipe_globs": [list(g) for g in r.memory.per_file],
-                         "lowmem_flags": list(r.memory.low_memory_flags),
-                         "history_path": str(ws.state / "memory-history.json")},
-                         sort_keys=True)))),
+             memory=prediction.peak, timeout=BUILD_TIMEOUT,
+             payload=CompileJobs(prediction, MemoryConfig(
+                 budget=ctx.budget, slots=ctx.jobs, source_root=vals["source"],
+                 build_dir=vals["build"], recipe_default=r.memory.default,
+                 recipe_globs=r.memory.per_file, lowmem_flags=r.memory.low_memory_flags,
+                 history_path=str(ws.state / "memory-history.json")))),
         Step(id=f"{sid}/stage", kind="stage", variant=sid,
              commands=((cmake, "--install", vals["build"], "--prefix", str(stage)),),
              cwd=str(bdir), deps=(f"{sid}/build",), outputs=(str(stage),), status=status,
-             reason=reason, fix=fix, params=(("clean", str(stage)),), timeout=600),
+             reason=reason, fix=fix, payload=CleanStage(str(stage)), timeout=600),
     ]
     tests, last = test_steps(ctx, f"{sid}/stage", str(stage))
     steps.extend(tests)
@@ -355,8 +361,8 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     steps.append(Step(id=f"{sid}/publish", kind="publish", variant=sid,
                       deps=(f"{sid}/export",), outputs=(v.prefix,), status=status,
                       reason=reason, fix=fix,
-                      params=(("stage", str(stage)), ("prefix", v.prefix),
-                              ("meta", json.dumps(_meta(ctx), sort_keys=True))),
+                      payload=PublishInstall(stage=str(stage), prefix=v.prefix,
+                                             meta=_meta(ctx)),
                       inputs_hash=v.key))
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
@@ -414,7 +420,7 @@ def switch(value: bool | str, vals: dict[str, str]) -> bool:
     return substitute(value, vals) == "ON"
 
 
-def memory_prediction(ctx: VariantContext) -> dict[str, Any]:
+def memory_prediction(ctx: VariantContext) -> Prediction:
     """Estimate every translation unit and simulate the admission policy: predicted
     wall time, peak reserved memory, parallelism and the heaviest jobs."""
     root = ctx.source_root()
@@ -430,9 +436,9 @@ def memory_prediction(ctx: VariantContext) -> dict[str, Any]:
         heavy.append((est.peak, rel, est.source))
     pred = simulate(jobs, ctx.budget, ctx.jobs)
     heavy.sort(reverse=True)
-    return {"jobs": pred.jobs, "wall": round(pred.wall, 1), "peak": pred.peak,
-            "parallelism": round(pred.parallelism, 2), "budget": ctx.budget,
-            "heaviest": [{"file": f, "peak": p, "source": src} for p, f, src in heavy[:5]]}
+    return Prediction(jobs=pred.jobs, wall=round(pred.wall, 1), peak=pred.peak,
+                      parallelism=round(pred.parallelism, 2), budget=ctx.budget,
+                      heaviest=tuple(HeavyJob(f, p, src) for p, f, src in heavy[:5]))
 
 
 def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list[Step]:
@@ -452,8 +458,8 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
     return [Step(id=f"{v.id}/wheel", kind="wheel", variant=v.id, deps=(after,),
                  outputs=(str(out),), status=status, reason=reason, fix=fix,
                  inputs_hash=digest(v.key, "wheel"),
-                 params=(("src", src), ("name", r.name), ("version", r.version), ("tag", tag),
-                         ("summary", r.description), ("out_dir", str(out_dir))))]
+                 payload=WheelBuild(src=src, name=r.name, version=r.version, tag=tag,
+                                    summary=r.description, out_dir=str(out_dir)))]
 
 
 def _meta(ctx: VariantContext) -> dict[str, object]:

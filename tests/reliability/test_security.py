@@ -98,7 +98,7 @@ def test_option_values_stay_single_argv_elements(project: Path) -> None:
     assert ("GREET_ENV", EVIL) in test.env
     # the generated conanfile is valid Python naming the option; its value reaches Conan
     # as one argv element of `conan install` / `conan export-pkg`, never through a file
-    files = json.loads(steps["render"].param("files"))
+    files = dict(steps["render"].payload.files)
     conanfile = next(t for f, t in files.items() if f.endswith("conanfile.py"))
     tree = ast.parse(conanfile)
     options = next(ast.literal_eval(node.value) for node in ast.walk(tree)

@@ -36,7 +36,7 @@ def test_a_branch_with_the_opt_in_is_planned_as_a_clone_of_its_tip(project: Path
           "  allow_branch: true")
     [fetch] = [s for s in plan(project, ["greet"]).steps if s.kind == "fetch"]
     assert fetch.commands[0][1:] == ("clone", "--quiet", "--branch", "release/1.2", "--",
-                                     "https://example.org/greet.git", fetch.param("partial"))
+                                     "https://example.org/greet.git", fetch.payload.partial)
 
 
 @pytest.mark.parametrize(("source", "message"), [

@@ -55,14 +55,13 @@ def test_published_variants_are_planned_as_downloads(project: Path) -> None:
 def test_kernel_variants_download_their_cache_entries(project: Path) -> None:
     first = _plan(project, ["kern"])
     v = first.variants[0]
-    entries = [s.param("entry") for s in first.steps_of(v.id) if s.kind == "kernel"]
+    entries = [s.payload.entry for s in first.steps_of(v.id) if s.kind == "kernel"]
     assert entries
     plan = _plan(project, ["kern"], frozenset({v.key}), remote="team")
     steps = plan.steps_of(plan.variants[0].id)
     assert [s.kind for s in steps] == ["download", "publish-kernels"]
-    import json
 
-    assert json.loads(steps[0].param("kernel_entries")) == entries
+    assert list(steps[0].payload.kernel_entries) == entries
     assert len(steps[0].commands) == 1  # only the artifacts package: no Conan package
 
 

@@ -59,7 +59,7 @@ def test_dependency_order_and_conan_wiring(project: Path) -> None:
     app = plan.variants[1]
     render = plan.step(f"{app.id}/render")
     assert render.deps == (f"{plan.variants[0].id}/publish",)
-    conanfile = next(t for p, t in json.loads(render.param("files")).items()
+    conanfile = next(t for p, t in dict(render.payload.files).items()
                      if p.endswith("conanfile.py"))
     assert "requires = ('greet/1.0.0',)" in conanfile
     # the option values, the dependency's pinned to the variant built first, are given
@@ -70,7 +70,7 @@ def test_dependency_order_and_conan_wiring(project: Path) -> None:
     assert f"&:builder_key={app.key}" in install
     other = plan_for(project, ["app"], "linux-cuda13", options=(
         OptionOverride("greet", "loud", "true"),))
-    files = json.loads(other.step(f"{other.variants[1].id}/render").param("files"))
+    files = dict(other.step(f"{other.variants[1].id}/render").payload.files)
     assert next(t for p, t in files.items() if p.endswith("conanfile.py")) == conanfile
 
 
@@ -132,9 +132,9 @@ def test_per_kernel_min_arch_and_layout(project: Path) -> None:
     ids = [s.id.rsplit("/", 1)[1] for s in plan.steps]
     assert ids == ["kernel:scale:sm_75", "kernel:scale:sm_80", "kernel:tile:sm_80", "publish"]
     publish = plan.steps[-1]
-    paths = [a["path"] for a in json.loads(publish.param("artifacts"))]
+    paths = [a["path"] for a in publish.payload.artifacts]
     assert paths == ["cuda/scale/sm_75.ptx", "cuda/scale/sm_80.ptx", "cuda/tile/sm_80.ptx"]
-    assert publish.param("root") == "/home/user/.kern-kernels"
+    assert publish.payload.root == "/home/user/.kern-kernels"
 
 
 def test_adding_an_arch_keeps_the_other_artifact_keys(project: Path) -> None:
@@ -196,7 +196,7 @@ def test_kernel_formats_one_step_each(project: Path) -> None:
     assert steps["kernel:scale:sm_80:cubin"].commands[0][1:3] == ("-cubin", "-arch=sm_80")
     fat = steps["kernel:tile:sm_80:fatbin"].commands[0]
     assert fat[1:4] == ("-fatbin", "-gencode", "arch=compute_80,code=[sm_80,compute_80]")
-    paths = sorted(a["path"] for a in json.loads(plan.steps[-1].param("artifacts")))
+    paths = sorted(a["path"] for a in plan.steps[-1].payload.artifacts)
     assert "cuda/tile/sm_80.fatbin" in paths and "cuda/scale/sm_75.cubin" in paths
 
 

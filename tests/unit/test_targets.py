@@ -44,7 +44,7 @@ def without(facts: HostFacts, *tools: str) -> HostFacts:
 
 
 def files_of(plan: BuildPlan, variant: str) -> dict[str, str]:
-    files: dict[str, str] = json.loads(plan.step(f"{variant}/render").param("files"))
+    files: dict[str, str] = dict(plan.step(f"{variant}/render").payload.files)
     return {Path(p).name: text for p, text in files.items()}
 
 

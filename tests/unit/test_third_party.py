@@ -42,7 +42,7 @@ def test_system_provider_renders_platform_requires(project: Path) -> None:
         "options:\n", "options:\n  numa: {type: bool, default: false}\n"))
     plan = plan_for(project, ["greet"], "linux-cuda13")
     assert plan.variants[0].status == BUILD
-    files = json.loads(plan.steps[0].param("files"))
+    files = dict(plan.steps[0].payload.files)
     profile = next(t for p, t in files.items() if p.endswith("profile"))
     assert "[platform_requires]\nprotobuf/3.21.12\ngtest/1.12.1\n" in profile
     assert "[platform_tool_requires]\nprotobuf/3.21.12\n" in profile
@@ -140,7 +140,7 @@ def test_a_version_range_takes_the_systems_version(project: Path) -> None:
     plan = plan_for(project, ["greet"], "linux-cuda13")
     v = plan.variants[0]
     assert v.status == BUILD, v.reason
-    files = json.loads(plan.steps[0].param("files"))
+    files = dict(plan.steps[0].payload.files)
     profile = next(t for p, t in files.items() if p.endswith("profile"))
     conanfile = next(t for p, t in files.items() if p.endswith("conanfile.py"))
     # the recipe keeps the range; the profile says what the system provides

@@ -1,0 +1,185 @@
+"""What a step done in-process (render, fetch, publish, …) is to do, as typed data.
+
+A step that runs commands carries them as argv lists; a step that builder carries out
+itself carries one of these payloads.  They are frozen values with a JSON round trip
+(``{"type": "render", ...}``), so a plan written with ``builder plan --format json``
+reads back as the same plan, and the executor never parses strings back into data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+__all__ = ["CleanStage", "CompileJobs", "Download", "FetchSource", "HeavyJob", "KernelEntry",
+           "MemoryConfig", "Payload", "Prediction", "PublishInstall", "PublishKernels",
+           "RenderFiles", "WheelBuild", "payload_from_json", "payload_to_json"]
+
+
+@dataclass(frozen=True)
+class RenderFiles:
+    """Generated files (Conan profile, conanfile, PCH) to write: (path, text)."""
+
+    TYPE: ClassVar[str] = "render"
+    files: tuple[tuple[str, str], ...]
+
+    def paths(self) -> tuple[str, ...]:
+        return tuple(p for p, _ in self.files)
+
+
+@dataclass(frozen=True)
+class FetchSource:
+    """A git or url source fetched into ``partial`` and renamed to ``dest``."""
+
+    TYPE: ClassVar[str] = "fetch"
+    kind: str  # git | url
+    location: str
+    rev: str
+    sha256: str
+    dest: str
+    partial: str
+
+
+@dataclass(frozen=True)
+class HeavyJob:
+    file: str
+    peak: int  # bytes
+    source: str  # where the estimate came from (history, learned, prior…)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The memory policy simulated over a build's translation units."""
+
+    jobs: int
+    wall: float  # seconds
+    peak: int  # bytes reserved at the busiest moment
+    parallelism: float
+    budget: int
+    heaviest: tuple[HeavyJob, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """How the build's memory broker admits compile jobs."""
+
+    budget: int
+    slots: int
+    source_root: str
+    build_dir: str
+    recipe_default: int
+    recipe_globs: tuple[tuple[str, int], ...]
+    lowmem_flags: tuple[str, ...]
+    history_path: str
+
+
+@dataclass(frozen=True)
+class CompileJobs:
+    """A CMake build run under the memory broker."""
+
+    TYPE: ClassVar[str] = "compile"
+    prediction: Prediction
+    memory: MemoryConfig
+
+
+@dataclass(frozen=True)
+class CleanStage:
+    """The stage folder emptied before ``cmake --install`` fills it."""
+
+    TYPE: ClassVar[str] = "stage"
+    stage: str
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """A kernel artifact compiled into ``partial`` and renamed to its cache ``entry``."""
+
+    TYPE: ClassVar[str] = "kernel"
+    partial: str
+    entry: str
+
+
+@dataclass(frozen=True)
+class PublishInstall:
+    """The stage renamed into the install prefix, with its manifest."""
+
+    TYPE: ClassVar[str] = "publish"
+    stage: str
+    prefix: str
+    meta: Mapping[str, Any]  # what the manifest records about how the variant was built
+
+
+@dataclass(frozen=True)
+class PublishKernels:
+    """The published kernel tree laid out under ``root`` from the kernel cache."""
+
+    TYPE: ClassVar[str] = "publish-kernels"
+    tree: str
+    root: str
+    artifacts: tuple[Mapping[str, Any], ...]  # kernel, arch, format, path, cache, key, facts
+
+
+@dataclass(frozen=True)
+class WheelBuild:
+    TYPE: ClassVar[str] = "wheel"
+    src: str
+    name: str
+    version: str
+    tag: str
+    summary: str
+    out_dir: str
+
+
+@dataclass(frozen=True)
+class Download:
+    """A variant's packages downloaded from a Conan remote and checked."""
+
+    TYPE: ClassVar[str] = "download"
+    remote: str
+    conan: str
+    key: str
+    refs: tuple[str, ...]
+    stage: str
+    wheels: tuple[str, ...]
+    kernel_entries: tuple[str, ...]
+
+
+Payload = (RenderFiles | FetchSource | CompileJobs | CleanStage | KernelEntry | PublishInstall
+           | PublishKernels | WheelBuild | Download)
+_TYPES: dict[str, type[Any]] = {c.TYPE: c for c in (
+    RenderFiles, FetchSource, CompileJobs, CleanStage, KernelEntry, PublishInstall,
+    PublishKernels, WheelBuild, Download)}
+
+
+def payload_to_json(p: Payload | None) -> dict[str, Any] | None:
+    return None if p is None else {"type": p.TYPE, **dataclasses.asdict(p)}
+
+
+def _value(hint: Any, raw: Any) -> Any:
+    """``raw`` (from JSON) as the field type ``hint`` wants it."""
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _build(hint, raw)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and isinstance(raw, list):
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_value(args[0], x) for x in raw)
+        return tuple(_value(a, x) for a, x in zip(args, raw, strict=True))
+    return raw
+
+
+def _build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _value(hints[f.name], data[f.name])
+                  for f in dataclasses.fields(cls) if f.name in data})
+
+
+def payload_from_json(data: Mapping[str, Any] | None) -> Payload | None:
+    if data is None:
+        return None
+    cls = _TYPES.get(str(data.get("type")))
+    if cls is None:
+        raise ValueError(f"unknown step payload type {data.get('type')!r}")
+    return typing.cast(Payload, _build(cls, {k: v for k, v in data.items() if k != "type"}))
