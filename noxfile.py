@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # builder from this checkout, installed or not
 
 from builder import matrix  # noqa: E402
-from builder.errors import BuilderError  # noqa: E402
+from builder.errors import BuilderError, MatrixError  # noqa: E402
 from builder.host.facts import HostFacts  # noqa: E402
 from builder.host.probe import probe  # noqa: E402
 from builder.recipe.model import Recipe  # noqa: E402
@@ -159,7 +159,7 @@ def _build(session: nox.Session, spec: matrix.Session) -> None:
     try:
         args = matrix.split_posargs(session.posargs, spec, SESSIONS, RECIPES,
                                     HOST.default_python)
-    except matrix.MatrixError as exc:
+    except MatrixError as exc:
         session.error(str(exc))
     plan = _plan(session, args, spec)
     variants = plan.get("variants", [])

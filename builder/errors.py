@@ -12,6 +12,7 @@ code  meaning
 3     invalid recipe or host-facts file (with file:line:col)
 4     the request cannot be planned on this host (missing tool, unsupported arch…)
 5     the workspace is locked by another builder process (``--no-wait``)
+6     a Conan remote is not configured, cannot be reached or refuses the credentials
 130   interrupted (Ctrl-C)
 ====  =======================================================
 """
@@ -19,6 +20,10 @@ code  meaning
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+__all__ = ["BuilderError", "Diagnostic", "DownloadFailed", "FetchError", "Interrupted", "Location",
+           "LockedError", "MatrixError", "PlanError", "RecipeError", "RemoteError", "StepFailed",
+           "UnsupportedError", "UsageError"]
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,29 @@ class DownloadFailed(StepFailed):
         super().__init__(step_id, [], 1, log_path, tail or [], explanation)
         self.key = key
         self.corrupt = corrupt
+
+
+class FetchError(BuilderError):
+    """A source that cannot be fetched, verified or extracted (the step fails)."""
+
+    exit_code = 1
+
+
+class MatrixError(UsageError):
+    """A session or matrix request that names something that does not exist."""
+
+
+class RemoteError(BuilderError):
+    """A Conan remote that is down, unknown or refuses the credentials."""
+
+    exit_code = 6
+
+    def __init__(self, remote: str, why: str, fix: str) -> None:
+        self.remote, self.why, self.fix = remote, why, fix
+        super().__init__(f"remote '{remote}': {why}")
+
+    def render(self) -> str:
+        return f"error: remote '{self.remote}': {self.why}\n  fix: {self.fix}"
 
 
 class Interrupted(BuilderError):

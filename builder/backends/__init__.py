@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+__all__ = ["Backend", "Capture", "HostView", "KernelCommand", "ToolView", "Unavailable",
+           "backends", "digits_order", "get", "names"]
+
 
 class ToolView(Protocol):
     """What a backend reads of an installed tool (``builder.host.facts.ToolInfo``)."""

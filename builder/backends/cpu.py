@@ -6,6 +6,8 @@ import re
 
 from builder.backends import Capture, HostView, KernelCommand, Unavailable
 
+__all__ = ["CpuBackend"]
+
 
 class CpuBackend:
     name = "cpu"

@@ -15,6 +15,8 @@ from packaging.version import InvalidVersion, Version
 from builder.backends import Capture, HostView, KernelCommand, Unavailable
 from builder.resources import data_table
 
+__all__ = ["CudaBackend"]
+
 
 def _table() -> Any:
     return data_table("cuda.json")

@@ -8,6 +8,8 @@ from typing import Any
 from builder.backends import Capture, HostView, KernelCommand, Unavailable, digits_order
 from builder.resources import data_table
 
+__all__ = ["MetalBackend"]
+
 
 def _table() -> Any:
     return data_table("metal.json")

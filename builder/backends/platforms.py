@@ -18,6 +18,9 @@ from typing import Any
 from builder.backends import HostView, Unavailable
 from builder.resources import data_table
 
+__all__ = ["Platform", "Target", "Toolchain", "conan_arch", "cross_compiler_names", "for_host",
+           "get", "multiarch_names", "names"]
+
 #: ``uname -m`` / platform.machine() spellings → Conan's arch names
 _CONAN_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "armv8", "arm64": "armv8"}
 

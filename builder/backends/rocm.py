@@ -18,6 +18,8 @@ from packaging.version import InvalidVersion, Version
 from builder.backends import Capture, HostView, KernelCommand, Unavailable, digits_order
 from builder.resources import data_table
 
+__all__ = ["RocmBackend", "bitcode_targets"]
+
 
 def _table() -> Any:
     return data_table("rocm.json")

@@ -35,6 +35,20 @@ from builder.ci.sessions import (
 )
 from builder.recipe.model import Recipe
 
+__all__ = [
+    "RUNNERS",
+    "WORKFLOW_PATH",
+    "Job",
+    "Matrix",
+    "Runner",
+    "ci_matrix",
+    "read_history",
+    "recipe_seconds",
+    "runner_for",
+    "source_roots",
+    "workflow",
+]
+
 WORKFLOW_PATH = Path(".github") / "workflows" / "build.yml"
 
 

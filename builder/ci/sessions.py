@@ -18,9 +18,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from builder import backends as registry
-from builder.errors import UsageError
+from builder.errors import MatrixError
 from builder.host.facts import HostFacts
 from builder.recipe.model import Recipe
+
+__all__ = [
+    "CI_PYTHON",
+    "BuildArgs",
+    "Session",
+    "Unavailable",
+    "backend_order",
+    "python_independent",
+    "recipe_pythons",
+    "session_name",
+    "session_unavailable",
+    "sessions",
+    "split_posargs",
+    "supports",
+    "unknown_session_hint",
+    "version_key",
+]
 
 #: The interpreter CI jobs run builder and nox with (actions/setup-python installs it last,
 #: so it is the default ``python``).  The CI matrix uses it, not this host's default, so that
@@ -36,9 +53,6 @@ _GLOBAL_FLAGS = frozenset({"-C", "--project", "--state-dir"})
 _BUILD_ONLY = frozenset({"-k", "--keep-going", "--no-wait", "-v", "--verbose", "-q",
                          "--quiet"})
 
-
-class MatrixError(UsageError):
-    """A session or matrix request that names something that does not exist."""
 
 
 def _meanings(recipes: Iterable[Recipe]) -> dict[str, tuple[str, str]]:

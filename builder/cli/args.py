@@ -10,6 +10,8 @@ from pathlib import Path
 from builder import __version__
 from builder.resolve.request import OptionOverride
 
+__all__ = ["EPILOG", "parser"]
+
 EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe
 or host-facts file; 4 cannot be planned on this host (missing tool, unsupported arch);
 5 workspace locked (--no-wait); 6 a Conan remote is unknown, down or refuses the

@@ -17,6 +17,8 @@ from builder.recipe.recipeset import display_path
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
+__all__ = ["cmd_build", "cmd_publish", "cmd_remote"]
+
 
 def _check_requested(plan: BuildPlan, args: argparse.Namespace, named: list[str]) -> None:
     """What the user asked for by name and cannot be built is an error: a backend named

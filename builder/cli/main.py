@@ -22,6 +22,9 @@ from builder.resolve.request import Request
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
+__all__ = ["cmd_cache", "cmd_host", "cmd_lock", "cmd_matrix", "cmd_plan", "cmd_report",
+           "cmd_schema", "cmd_validate", "main"]
+
 
 def cmd_validate(args: argparse.Namespace, ws: Workspace) -> int:
     paths = [Path(a) for a in args.recipes if a.endswith((".yaml", ".yml"))]

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from builder.errors import UsageError
+from builder.errors import RemoteError, UsageError
 from builder.host.facts import HostFacts, load_host_facts
 from builder.host.probe import probe
 from builder.plan.model import BuildPlan
@@ -98,7 +98,7 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
         try:
             keys = remote.remote_keys(ws, tool(host, "conan", "conan"), request.remote,
                                       [(r.name, r.version) for r in closure])
-        except remote.RemoteError as exc:
+        except RemoteError as exc:
             if not getattr(args, "remote_optional", False):
                 raise
             keys = frozenset()

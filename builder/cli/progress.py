@@ -16,6 +16,8 @@ from typing import Any
 
 from builder.execute.executor import Event
 
+__all__ = ["LinePrinter", "LiveProgress"]
+
 
 class LinePrinter:
     def __init__(self, quiet: bool = False, verbose: bool = False) -> None:

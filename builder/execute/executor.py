@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from builder.errors import DownloadFailed, Interrupted, StepFailed
+from builder.errors import DownloadFailed, FetchError, Interrupted, StepFailed
 from builder.plan.model import CACHED, SKIP, TO_RUN, BuildPlan, Step
 from builder.plan.payloads import (
     CleanStage,
@@ -38,6 +38,8 @@ from builder.plan.payloads import (
 from builder.util.files import atomic_write, file_list, file_sha256, replace_dir
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
+
+__all__ = ["OOM_MARKERS", "Event", "Executor", "Summary", "compiler_cache_stats", "needs_work"]
 
 OOM_MARKERS = ("Killed signal terminated program", "virtual memory exhausted",
                "Cannot allocate memory", "out of memory")
@@ -254,7 +256,7 @@ class Executor:
                 head, rev = out.strip(), src.rev
                 branch = not is_full_rev(rev)  # opted in with allow_branch
                 if rc != 0 or not is_full_rev(head) or (head != rev and not branch):
-                    raise fetch.FetchError(f"{src.location}: checked out "
+                    raise FetchError(f"{src.location}: checked out "
                                            f"{head!r}, expected {rev}")
                 marker["commit"] = head  # what the branch or tag resolved to, now
                 if branch:
@@ -262,7 +264,7 @@ class Executor:
                         log.write(f"# {rev} resolved to commit {head}\n")
             fetch.write_marker(partial, marker)
             replace_dir(partial, dest)
-        except fetch.FetchError as exc:
+        except FetchError as exc:
             raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
                              str(exc)) from None
         finally:

@@ -18,6 +18,8 @@ from builder.execute.executor import Event, Summary
 from builder.plan.model import BuildPlan
 from builder.workspace.paths import Workspace
 
+__all__ = ["BuildRecorder", "load_times", "step_key"]
+
 
 def step_key(step_id: str) -> str:
     """``lib/cpu-release-abc123/build`` → ``lib/cpu-release/build``: stable across input

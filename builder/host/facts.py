@@ -17,6 +17,16 @@ from typing import Any
 
 from builder.errors import Diagnostic, Location, RecipeError
 
+__all__ = [
+    "DEFAULT_PY_PACKAGES",
+    "PYTHON_MINORS",
+    "HostFacts",
+    "MemoryFacts",
+    "PythonInfo",
+    "ToolInfo",
+    "load_host_facts",
+]
+
 #: Python packages whose installed version every probe records (recipes may add more).
 DEFAULT_PY_PACKAGES = ("torch", "numpy", "pybind11")
 PYTHON_MINORS = tuple(range(8, 15))

@@ -38,6 +38,17 @@ from builder.memory.policy import (
     upper,
 )
 
+__all__ = [
+    "CACHES",
+    "LAUNCHER_BYTES",
+    "Broker",
+    "BrokerConfig",
+    "JobRecord",
+    "Learned",
+    "Live",
+    "relearn",
+]
+
 #: compiler caches that may be chained after the launcher: a hit runs no compiler, so its
 #: measurement says nothing about the compile (sccache compiles in its server, out of sight)
 CACHES = ("ccache", "sccache", "buildcache")

@@ -17,6 +17,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+__all__ = [
+    "V1",
+    "V2",
+    "CgroupUnavailable",
+    "create",
+    "main",
+    "oom_kills",
+    "own_cgroup",
+    "peak",
+    "remove",
+]
+
 V1 = Path("/sys/fs/cgroup/memory")
 V2 = Path("/sys/fs/cgroup")
 

@@ -24,6 +24,18 @@ from typing import Any
 from builder.memory.policy import Model, upper
 from builder.resources import data_table
 
+__all__ = [
+    "CUDA_SUFFIXES",
+    "DEVICE_SUFFIXES",
+    "SOURCE_SUFFIXES",
+    "Estimate",
+    "estimate",
+    "learned",
+    "prior",
+    "ramp_model",
+    "scan_includes",
+]
+
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 CUDA_SUFFIXES = (".cu",)
 DEVICE_SUFFIXES = (".cu", ".hip")

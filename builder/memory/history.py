@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+__all__ = ["History", "flags_hash", "job_key"]
+
 
 def job_key(file: str, flags_hash: str, compiler: str) -> str:
     return hashlib.sha256(f"{file}\0{flags_hash}\0{compiler}".encode()).hexdigest()[:24]

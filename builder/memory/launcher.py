@@ -31,6 +31,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    "CHILDREN_FILES",
+    "CURVE_POINTS",
+    "OOM_MARKERS",
+    "PAGE",
+    "SOURCE_SUFFIXES",
+    "TICKS",
+    "Channel",
+    "Measured",
+    "curve_of",
+    "descendants",
+    "is_oom",
+    "main",
+    "run_measured",
+    "signal_tree",
+    "source_of",
+    "tree_sample",
+]
+
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".hip", ".m", ".mm")
 OOM_MARKERS = (b"Killed signal terminated program", b"virtual memory exhausted",
                b"out of memory allocating", b"std::bad_alloc")

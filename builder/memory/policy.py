@@ -84,6 +84,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+__all__ = [
+    "INF",
+    "Envelope",
+    "Grant",
+    "Job",
+    "Model",
+    "Prediction",
+    "Running",
+    "admit",
+    "ahead_of",
+    "curve_at",
+    "demand",
+    "envelope",
+    "guard",
+    "progress",
+    "simulate",
+    "sped_up",
+    "upper",
+]
+
 INF = math.inf
 
 

@@ -10,6 +10,8 @@ import shlex
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step
 from builder.plan.payloads import CompileJobs, RenderFiles
 
+__all__ = ["dot", "gib", "text", "to_json"]
+
 _MARK = {BUILD: "build", DOWNLOAD: "download", CACHED: "cached", SKIP: "skip"}
 _COLOR = {BUILD: "\033[33m", DOWNLOAD: "\033[36m", CACHED: "\033[32m", SKIP: "\033[90m"}
 _RESET = "\033[0m"

@@ -14,6 +14,8 @@ import difflib
 from builder.errors import Diagnostic
 from builder.recipe.yamlload import PathKey, Positions, format_path
 
+__all__ = ["Diags", "did_you_mean"]
+
 
 class Diags:
     def __init__(self, pos: Positions) -> None:

@@ -14,6 +14,31 @@ from pathlib import Path
 
 from builder.recipe.yamlload import Positions
 
+__all__ = [
+    "BACKENDS",
+    "BUILD_TYPES",
+    "CMAKE_BUILD_TYPE",
+    "LANGS",
+    "BackendSpec",
+    "ConanRequirement",
+    "FlagLayers",
+    "FlagSet",
+    "InstallSpec",
+    "Kernel",
+    "Memory",
+    "Option",
+    "OptionValue",
+    "PythonSpec",
+    "Recipe",
+    "RecipeRequirement",
+    "Requires",
+    "Source",
+    "SystemRequirement",
+    "TestSpec",
+    "digest",
+    "option_text",
+]
+
 BACKENDS = ("cpu", "cuda", "rocm", "metal")
 BUILD_TYPES = ("release", "debug", "relwithdebinfo")
 CMAKE_BUILD_TYPE = {"release": "Release", "debug": "Debug", "relwithdebinfo": "RelWithDebInfo"}

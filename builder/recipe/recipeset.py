@@ -21,6 +21,8 @@ from builder.recipe.model import Recipe
 from builder.recipe.validate import file_digest, validate
 from builder.recipe.yamlload import load_text, read_text
 
+__all__ = ["RecipeSet", "check_set", "display_path", "load_all", "load_recipe", "recipe_files"]
+
 
 def display_path(path: Path) -> str:
     """Relative to the current folder when below it, else absolute (never ``../..``)."""

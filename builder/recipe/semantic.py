@@ -39,6 +39,9 @@ from builder.recipe.diags import Diags, did_you_mean
 from builder.recipe.subst import is_known, variables
 from builder.recipe.yamlload import PathKey
 
+__all__ = ["KNOWN_TOOLS", "check_semantics", "is_full_rev", "is_ref_name", "layout_problem",
+           "source_entries"]
+
 KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "nvcc", "hipcc", "xcrun", "ccache",
                "sccache", "git", "patch")
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+__all__ = ["KNOWN", "PREFIXES", "SubstitutionError", "is_known", "substitute", "variables"]
+
 _VAR = re.compile(r"\$(\$?)\{([^}]*)\}")
 
 KNOWN = frozenset({

@@ -26,6 +26,8 @@ from builder.recipe.semantic import check_semantics, source_entries
 from builder.recipe.yamlload import PathKey, Positions, format_path
 from builder.resources import text as resource_text
 
+__all__ = ["build_model", "file_digest", "parse_size", "project_root_of", "schema", "validate"]
+
 _SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20,
                "GiB": 2**30, "TiB": 2**40}
 

@@ -21,6 +21,9 @@ import yaml
 
 from builder.errors import Diagnostic, Location, RecipeError
 
+__all__ = ["MAX_DEPTH", "MAX_NODES", "PathKey", "Positions", "format_path", "line_col",
+           "load_text", "read_text"]
+
 try:  # libyaml is ~10× faster; fall back to the pure-Python composer.
     _Loader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built

@@ -33,12 +33,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.errors import BuilderError
+from builder.errors import RemoteError
 from builder.plan.model import DOWNLOAD, BuildPlan, Variant
 from builder.plan.payloads import KernelEntry
 from builder.resolve.download import artifacts_ref, key_query
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
+
+__all__ = [
+    "ARTIFACTS_CONANFILE",
+    "CONAN_META",
+    "MANIFEST",
+    "Capture",
+    "Located",
+    "Run",
+    "artifacts_conanfile",
+    "artifacts_folder",
+    "build_profile",
+    "checked",
+    "conan_env",
+    "configured",
+    "copy_tree",
+    "ensure_conan_home",
+    "env_var",
+    "explain",
+    "keys_in",
+    "locate",
+    "publish",
+    "remote_keys",
+    "tree_hashes",
+    "verify",
+]
 
 MANIFEST = "builder-artifacts.json"
 CONAN_META = frozenset({"conaninfo.txt", "conanmanifest.txt"})
@@ -59,18 +84,6 @@ class BuilderArtifacts(ConanFile):
         copy(self, "*", src=src, dst=self.package_folder)
 '''
 
-
-class RemoteError(BuilderError):
-    """A Conan remote that is down, unknown or refuses the credentials."""
-
-    exit_code = 6
-
-    def __init__(self, remote: str, why: str, fix: str) -> None:
-        self.remote, self.why, self.fix = remote, why, fix
-        super().__init__(f"remote '{remote}': {why}")
-
-    def render(self) -> str:
-        return f"error: remote '{self.remote}': {self.why}\n  fix: {self.fix}"
 
 
 def env_var(remote: str) -> str:

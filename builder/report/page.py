@@ -17,6 +17,8 @@ from typing import Any
 from builder.errors import UsageError
 from builder.workspace.paths import Workspace
 
+__all__ = ["CSS", "load", "render_html", "svg_memory", "svg_timeline", "tu_table", "write"]
+
 W, LANE, PAD = 1150, 22, 240
 
 

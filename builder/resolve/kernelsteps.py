@@ -26,6 +26,8 @@ from builder.resolve.steps import (
     wheel_steps,
 )
 
+__all__ = ["kernel_steps", "kernels_root"]
+
 _KERNEL_LANG = {"cuda": "cuda", "rocm": "hip", "metal": "metal"}
 
 

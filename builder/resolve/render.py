@@ -18,6 +18,9 @@ from builder.host.facts import HostFacts
 from builder.recipe.model import CMAKE_BUILD_TYPE
 from builder.resources import text
 
+__all__ = ["CONAN_ARCH", "CONAN_OS", "CrossTarget", "compiler_settings", "conanfile", "pch_cmake",
+           "profile", "templates_digest"]
+
 
 @cache
 def _template(name: str) -> Template:

@@ -44,6 +44,10 @@ from builder.source.fetch import source_key
 from builder.wheels.build import dist_name, wheel_tag
 from builder.workspace.paths import Workspace
 
+__all__ = ["BUILD_TIMEOUT", "VariantContext", "cmake_steps", "compiler_cache_env", "conan_args",
+           "conan_options", "cross_target", "fetch_steps", "memory_prediction", "switch",
+           "test_steps", "tool", "variant_status", "wheel_steps"]
+
 BUILD_TIMEOUT = 4 * 3600
 
 

@@ -18,6 +18,10 @@ from builder.host.facts import HostFacts
 from builder.recipe.model import ConanRequirement, Recipe
 from builder.resources import data_table
 
+__all__ = ["conan_problem", "cross_problem", "install_command", "missing_system",
+           "needed_packages", "packages_for", "platform_ref", "qualified", "table",
+           "upstream_version", "version_matches"]
+
 
 def table() -> dict[str, Any]:
     t: dict[str, Any] = data_table("system_packages.json")["debian"]

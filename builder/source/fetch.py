@@ -20,13 +20,13 @@ import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from builder.errors import BuilderError
+from builder.errors import FetchError
+
+__all__ = ["MARKER", "download", "extract", "is_fetched", "source_key", "strip_single_top",
+           "write_marker"]
 
 MARKER = ".builder-source.json"
 
-
-class FetchError(BuilderError):
-    exit_code = 1
 
 
 def source_key(kind: str, location: str, rev: str, sha256: str,

@@ -23,6 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+__all__ = [
+    "OWNER_ENV",
+    "TAIL_LINES",
+    "Call",
+    "RecordingRunner",
+    "Result",
+    "Runner",
+    "SubprocessRunner",
+    "capture",
+    "owned_processes",
+    "reap_orphans",
+]
+
 TAIL_LINES = 30
 
 

@@ -16,6 +16,8 @@ import re
 import zipfile
 from pathlib import Path
 
+__all__ = ["build_wheel", "dist_name", "platform_tag", "wheel_tag"]
+
 _PLATFORM = {("linux", "x86_64"): "linux_x86_64", ("linux", "aarch64"): "linux_aarch64",
              ("macos", "arm64"): "macosx_11_0_arm64", ("macos", "x86_64"): "macosx_10_15_x86_64"}
 

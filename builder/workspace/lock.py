@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from builder.errors import LockedError
 from builder.workspace.paths import Workspace
 
+__all__ = ["workspace_lock"]
+
 
 @contextmanager
 def workspace_lock(ws: Workspace, wait: bool = True) -> Iterator[None]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["Workspace"]
+
 
 @dataclass(frozen=True)
 class Workspace:

@@ -16,6 +16,8 @@ from typing import Any
 from builder.errors import Diagnostic, Location, PlanError, RecipeError
 from builder.plan.model import BuildPlan, Variant
 
+__all__ = ["VERSION", "check", "differences", "entry", "label", "lock_data", "read", "write"]
+
 VERSION = 1
 
 

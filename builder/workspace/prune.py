@@ -28,6 +28,9 @@ from builder.errors import UsageError
 from builder.workspace.paths import Workspace
 from builder.workspace.usage import Entry, scan
 
+__all__ = ["KINDS", "KIND_TITLES", "format_info", "format_prune", "human", "parse_age",
+           "parse_limits", "prune", "remove", "select", "summary"]
+
 KINDS = ("sources", "builds", "stage", "installs", "kernels", "kernel-installs", "wheels",
          "conan", "logs", "temporary", "other")
 KIND_TITLES = {"sources": "fetched sources", "builds": "build folders",

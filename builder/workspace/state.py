@@ -21,6 +21,8 @@ from builder.source.fetch import is_fetched
 from builder.util.files import file_sha256
 from builder.workspace.paths import Workspace
 
+__all__ = ["State", "manifest_complete", "read_manifest", "read_state"]
+
 
 @dataclass(frozen=True)
 class State:

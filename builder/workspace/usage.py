@@ -38,6 +38,8 @@ from typing import Any
 
 from builder.workspace.paths import Workspace
 
+__all__ = ["Entry", "scan", "tree_usage"]
+
 _TEMP = re.compile(r"(\.(tmp|old|prune)(\d+))$|\.(partial|download|strip)$")
 _VDIR_KEY = re.compile(r"-[0-9a-f]{12}$")
 _LOG_RECIPE = re.compile(r"^(.+?)_(cpu|cuda|rocm|metal)-")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.source.fetch import FetchError, extract
+from builder.errors import FetchError
+from builder.source.fetch import extract
 from builder.util.runner import RecordingRunner
 from tests.functional.conftest import need
 

@@ -13,6 +13,7 @@ import yaml
 
 from builder.ci import jobs as cimatrix
 from builder.ci import sessions as matrix
+from builder.errors import MatrixError
 from builder.memory.history import History
 from builder.recipe.model import PythonSpec, Recipe
 from builder.recipe.recipeset import RecipeSet
@@ -116,7 +117,7 @@ def test_posargs_narrow_and_pass_options_through(repo_recipes: list[Recipe]) -> 
 ])
 def test_bad_posargs_say_what_to_run(repo_recipes: list[Recipe], posargs: list[str],
                                      message: str) -> None:
-    with pytest.raises(matrix.MatrixError) as exc:
+    with pytest.raises(MatrixError) as exc:
         split(repo_recipes, "build-cuda-3.11", *posargs)
     assert message in str(exc.value)
     assert exc.value.exit_code == 2
@@ -125,7 +126,7 @@ def test_bad_posargs_say_what_to_run(repo_recipes: list[Recipe], posargs: list[s
 def test_recipe_without_that_python(repo_recipes: list[Recipe]) -> None:
     r = by_name(repo_recipes)
     short = [replace(r["llaisys"], python=PythonSpec(("3.12",), "none")), r["libamm"]]
-    with pytest.raises(matrix.MatrixError, match=r"'llaisys' does not support Python 3\.11 "
+    with pytest.raises(MatrixError, match=r"'llaisys' does not support Python 3\.11 "
                                                  r"\(it lists 3\.12\).*build-cpu-3\.12"):
         split(short, "build-cpu-3.11", "llaisys")
 
