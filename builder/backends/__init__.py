@@ -11,10 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["Backend", "Capture", "HostView", "KernelCommand", "ToolView", "Unavailable",
-           "backends", "digits_order", "get", "names"]
+__all__ = [
+    "Backend",
+    "Capture",
+    "CiRunner",
+    "HostView",
+    "KernelCommand",
+    "ToolView",
+    "Unavailable",
+    "backends",
+    "digits_order",
+    "get",
+    "names",
+]
 
 
 class ToolView(Protocol):
@@ -44,6 +55,21 @@ Capture = Callable[[list[str]], tuple[int, str]]
 
 
 @dataclass(frozen=True)
+class CiRunner:
+    """Where a CI job for one backend runs."""
+
+    runs_on: str
+    container: str = ""
+    #: shell lines run first (as root in a container, else with sudo available)
+    setup: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs_on": self.runs_on, "container": self.container,
+                "setup": list(self.setup), "env": dict(self.env)}
+
+
+@dataclass(frozen=True)
 class Unavailable:
     """Why a backend or arch cannot be built here, and what to do about it."""
 
@@ -70,6 +96,14 @@ class Backend(Protocol):
     device: str
     #: the environment variable that names the tool's executable (CUDACXX), if any
     tool_env: str | None
+    #: the recipe's ``flags`` layer for this backend's device code (cuda, hip, metal)
+    flags_lang: str | None
+    #: the key of the tool in Conan's ``tools.build:compiler_executables`` (cuda: nvcc)
+    conan_compiler: str | None
+    #: source files that only this backend compiles
+    source_suffixes: tuple[str, ...]
+    #: where this backend's CI jobs run
+    ci_runner: CiRunner
 
     def probe_toolchain(self, exe: str, version_output: str, run: Capture
                         ) -> tuple[str, tuple[str, ...]]:

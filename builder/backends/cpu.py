@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from builder.backends import Capture, HostView, KernelCommand, Unavailable
+from builder.backends import Capture, CiRunner, HostView, KernelCommand, Unavailable
 
 __all__ = ["CpuBackend"]
 
@@ -15,6 +15,10 @@ class CpuBackend:
     cmake_language: str | None = None
     device = "cpu"
     tool_env: str | None = None
+    flags_lang: str | None = None
+    conan_compiler: str | None = None
+    source_suffixes: tuple[str, ...] = ()
+    ci_runner = CiRunner("ubuntu-latest")
 
     def probe_toolchain(self, exe: str, version_output: str, run: Capture
                         ) -> tuple[str, tuple[str, ...]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.backends import Capture, HostView, KernelCommand, Unavailable
+from builder.backends import Capture, CiRunner, HostView, KernelCommand, Unavailable
 from builder.resources import data_table
 
 __all__ = ["CudaBackend"]
@@ -45,6 +45,13 @@ class CudaBackend:
     cmake_language: str | None = "CUDA"
     device = "nvidia"
     tool_env: str | None = "CUDACXX"
+    flags_lang: str | None = "cuda"
+    conan_compiler: str | None = "cuda"
+    source_suffixes: tuple[str, ...] = (".cu",)
+    ci_runner = CiRunner(
+        "ubuntu-latest", container="nvidia/cuda:13.0.0-devel-ubuntu24.04",
+        setup=("apt-get update",
+               "apt-get install -y --no-install-recommends git g++ ca-certificates curl"))
 
     def probe_toolchain(self, exe: str, version_output: str, run: Capture
                         ) -> tuple[str, tuple[str, ...]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builder.backends import Capture, HostView, KernelCommand, Unavailable, digits_order
+from builder.backends import Capture, CiRunner, HostView, KernelCommand, Unavailable, digits_order
 from builder.resources import data_table
 
 __all__ = ["MetalBackend"]
@@ -21,6 +21,10 @@ class MetalBackend:
     cmake_language: str | None = None
     device = "mps"
     tool_env: str | None = None
+    flags_lang: str | None = "metal"
+    conan_compiler: str | None = None
+    source_suffixes: tuple[str, ...] = (".metal",)
+    ci_runner = CiRunner("macos-14")
 
     def probe_toolchain(self, exe: str, version_output: str, run: Capture
                         ) -> tuple[str, tuple[str, ...]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.backends import Capture, HostView, KernelCommand, Unavailable, digits_order
+from builder.backends import Capture, CiRunner, HostView, KernelCommand, Unavailable, digits_order
 from builder.resources import data_table
 
 __all__ = ["RocmBackend", "bitcode_targets"]
@@ -44,6 +44,14 @@ class RocmBackend:
     cmake_language: str | None = "HIP"
     device = "amd"
     tool_env: str | None = None
+    flags_lang: str | None = "hip"
+    conan_compiler: str | None = None
+    source_suffixes: tuple[str, ...] = (".hip",)
+    ci_runner = CiRunner(
+        "ubuntu-latest",
+        setup=("sudo apt-get update",
+               "sudo apt-get install -y hipcc libamdhip64-dev rocm-device-libs"),
+        env=(("HIP_PLATFORM", "amd"),))
 
     def probe_toolchain(self, exe: str, version_output: str, run: Capture
                         ) -> tuple[str, tuple[str, ...]]:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builder import backends as registry
+from builder.backends import CiRunner
 from builder.ci.sessions import (
     CI_PYTHON,
     _meanings,
@@ -36,8 +38,7 @@ from builder.ci.sessions import (
 from builder.recipe.model import Recipe
 
 __all__ = [
-    "RUNNERS",
-    "WORKFLOW_PATH",
+        "WORKFLOW_PATH",
     "Job",
     "Matrix",
     "Runner",
@@ -52,33 +53,8 @@ __all__ = [
 WORKFLOW_PATH = Path(".github") / "workflows" / "build.yml"
 
 
-@dataclass(frozen=True)
-class Runner:
-    """Where a CI job for one backend runs."""
-
-    runs_on: str
-    container: str = ""
-    #: shell lines run first (as root in a container, else with sudo available)
-    setup: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runs_on": self.runs_on, "container": self.container,
-                "setup": list(self.setup), "env": dict(self.env)}
-
-
-RUNNERS: dict[str, Runner] = {
-    "cpu": Runner("ubuntu-latest"),
-    "cuda": Runner("ubuntu-latest", container="nvidia/cuda:13.0.0-devel-ubuntu24.04",
-                   setup=("apt-get update",
-                          "apt-get install -y --no-install-recommends git g++ "
-                          "ca-certificates curl")),
-    "rocm": Runner("ubuntu-latest",
-                   setup=("sudo apt-get update",
-                          "sudo apt-get install -y hipcc libamdhip64-dev rocm-device-libs"),
-                   env=(("HIP_PLATFORM", "amd"),)),
-    "metal": Runner("macos-14"),
-}
+#: where a backend's CI jobs run (each backend says: ``Backend.ci_runner``)
+Runner = CiRunner
 
 
 def runner_for(backend: str, target: str = "", kind: str = "") -> Runner:
@@ -89,7 +65,8 @@ def runner_for(backend: str, target: str = "", kind: str = "") -> Runner:
     t = get_target(target) if target else None
     if t is not None:
         return Runner(t.runs_on, setup=t.setup)
-    return RUNNERS.get(kind or backend, RUNNERS["cpu"])
+    name = kind or backend
+    return registry.get(name if name in registry.names() else "cpu").ci_runner
 
 
 # ---------------------------------------------------------------------------- CI matrix
@@ -204,8 +181,6 @@ def _pick_python(candidates: Mapping[str, set[str]], existing: set[str],
                                            py == default_python, version_key(py)))
 
 
-#: source files only one backend compiles
-_BACKEND_EXT = {".cu": "cuda", ".hip": "rocm", ".metal": "metal"}
 
 
 def recipe_seconds(roots: Iterable[str], history: Mapping[str, float],
@@ -213,8 +188,9 @@ def recipe_seconds(roots: Iterable[str], history: Mapping[str, float],
     """Sum of recorded compile seconds of the files below ``roots`` (None: none recorded),
     leaving out files that only another backend compiles (``.cu`` for a cpu job)."""
     prefixes = tuple(str(Path(r)).rstrip("/") + "/" for r in roots if r)
+    only = {suffix: be.name for be in registry.backends() for suffix in be.source_suffixes}
     found = [s for f, s in history.items() if prefixes and f.startswith(prefixes) and
-             _BACKEND_EXT.get(Path(f).suffix, backend) == backend] if prefixes else []
+             only.get(Path(f).suffix, backend) == backend] if prefixes else []
     return round(sum(found), 1) if found else None
 
 

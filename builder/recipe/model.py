@@ -15,7 +15,6 @@ from pathlib import Path
 from builder.recipe.yamlload import Positions
 
 __all__ = [
-    "BACKENDS",
     "BUILD_TYPES",
     "CMAKE_BUILD_TYPE",
     "LANGS",
@@ -39,7 +38,6 @@ __all__ = [
     "option_text",
 ]
 
-BACKENDS = ("cpu", "cuda", "rocm", "metal")
 BUILD_TYPES = ("release", "debug", "relwithdebinfo")
 CMAKE_BUILD_TYPE = {"release": "Release", "debug": "Debug", "relwithdebinfo": "RelWithDebInfo"}
 LANGS = ("c", "cxx", "cuda", "hip", "metal", "ld")

@@ -42,8 +42,9 @@ from builder.recipe.yamlload import PathKey
 __all__ = ["KNOWN_TOOLS", "check_semantics", "is_full_rev", "is_ref_name", "layout_problem",
            "source_entries"]
 
-KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "nvcc", "hipcc", "xcrun", "ccache",
-               "sccache", "git", "patch")
+#: tools a backend may ask for by version: the build tools and each backend's own
+KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "ccache", "sccache", "git", "patch",
+               *(be.tool for be in backend_registry.backends() if be.tool))
 
 
 def _check_substitutions(text: str, path: PathKey, d: Diags, option_names: set[str]) -> None:
@@ -300,7 +301,7 @@ def layout_problem(layout: str) -> str:
         return f"'{layout}' is absolute; the layout is a path below install.root"
     if ".." in parts:
         return f"'{layout}' contains '..' and would leave the install root"
-    if len(parts) < 2 or parts[0] not in ("${backend}", "cpu", "cuda", "rocm", "metal") or \
+    if len(parts) < 2 or parts[0] not in ("${backend}", *backend_registry.names()) or \
             "" in parts[1:] or "." in parts:
         return (f"'{layout}' must start with ${{backend}}/ and name a file below it (each "
                 f"backend's tree is published as one folder)")

@@ -28,9 +28,6 @@ from builder.resolve.steps import (
 
 __all__ = ["kernel_steps", "kernels_root"]
 
-_KERNEL_LANG = {"cuda": "cuda", "rocm": "hip", "metal": "metal"}
-
-
 def kernels_root(ctx: VariantContext) -> Path:
     vals = ctx.values()
     root = substitute(ctx.recipe.install.root or "${env.HOME}/.builder-kernels", vals)
@@ -59,7 +56,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
     be = registry.get(ctx.kind)
     spec = r.backend(v.backend)
     assert spec is not None
-    lang = _KERNEL_LANG.get(ctx.kind, "cxx")
+    lang = be.flags_lang or "cxx"
     common = (r.flags.for_build_type(v.build_type) +
               spec.flags.for_build_type(v.build_type)).get(lang)
     root = kernels_root(ctx)

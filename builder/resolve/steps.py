@@ -258,9 +258,10 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     use_pch = switch(r.memory.pch, vals) and bool(r.memory.pch_headers)
     if use_pch:
         defines["CMAKE_PROJECT_INCLUDE"] = str(pch_file)
-    for lang, var in (("cuda", "CMAKE_CUDA_FLAGS"), ("hip", "CMAKE_HIP_FLAGS")):
-        if flags.get(lang):
-            defines[var] = " ".join(sub(flags.get(lang)))
+    for other in registry.backends():  # device-code flags, for each language CMake knows
+        lang = other.flags_lang
+        if lang and other.cmake_language and flags.get(lang):
+            defines[f"CMAKE_{other.cmake_language}_FLAGS"] = " ".join(sub(flags.get(lang)))
 
     # Every compile goes through the memory launcher, which asks the build's broker.
     # (chained with a compiler cache: the memory launcher admits, then runs ccache/sccache)
@@ -276,8 +277,8 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
 
     compilers = {"c": tool(host, "cc", "cc"), "cpp": tool(host, "cxx", "c++")}
     build_compilers = dict(compilers)
-    if be.tool and be.cmake_language == "CUDA":
-        compilers["cuda"] = tool(host, "nvcc", "nvcc")
+    if be.tool and be.conan_compiler:
+        compilers[be.conan_compiler] = tool(host, be.tool, be.tool)
     cross = cross_target(ctx)
     if ctx.platform is not None and cross is not None:
         compilers.update(ctx.platform.compilers)

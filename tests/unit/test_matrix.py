@@ -224,7 +224,7 @@ def test_estimate_from_build_history(tmp_path: Path, repo_recipes: list[Recipe])
         "gllm-kernels": None, "llaisys": 50.5}
     assert cimatrix.recipe_seconds(["/elsewhere"], {"/elsewhere/a.cu": 3661.0}, "cuda") == 3661.0
     assert cimatrix.recipe_seconds(["/elsewhere"], {"/elsewhere/a.cu": 3661.0}, "cpu") is None
-    assert cimatrix.Job("cpu", "3.11", ("x",), False, cimatrix.RUNNERS["cpu"],
+    assert cimatrix.Job("cpu", "3.11", ("x",), False, cimatrix.runner_for("cpu"),
                       (("x", 3661.0),)).estimate == "1h01m"
 
 
