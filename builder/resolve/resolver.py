@@ -27,11 +27,12 @@ from builder.recipe.model import BackendSpec, OptionValue, Recipe, option_text
 from builder.recipe.recipeset import RecipeSet
 from builder.recipe.subst import SubstitutionError, variables
 from builder.resolve import checks, keys
+from builder.resolve.cmakesteps import cmake_steps
 from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
 from builder.resolve.options import resolve_options
 from builder.resolve.request import Request, memory_budget
-from builder.resolve.steps import VariantContext, cmake_steps
+from builder.resolve.steps import VariantContext
 from builder.resolve.steps import tool as host_tool
 from builder.workspace.paths import Workspace
 from builder.workspace.state import State
