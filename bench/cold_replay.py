@@ -29,8 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder.memory.broker import LAUNCHER_BYTES, Learned, relearn  # noqa: E402
 from builder.memory.estimate import Estimate, estimate, scan_includes  # noqa: E402
+from builder.memory.jobs import LAUNCHER_BYTES, Learned, relearn  # noqa: E402
 from builder.memory.policy import Job, Running, admit, curve_at  # noqa: E402
 from builder.recipe.recipeset import load_recipe  # noqa: E402
 from builder.recipe.validate import parse_size  # noqa: E402

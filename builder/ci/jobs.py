@@ -27,7 +27,7 @@ from builder import backends as registry
 from builder.backends import CiRunner
 from builder.ci.sessions import (
     CI_PYTHON,
-    _meanings,
+    backend_meanings,
     backend_order,
     python_independent,
     recipe_pythons,
@@ -230,7 +230,7 @@ def ci_matrix(recipes: Iterable[Recipe], default_python: str = CI_PYTHON,
             for name in cands[py]:
                 del left[name]
     by_name = {r.name: r for r in recipes}
-    meaning = _meanings(recipes)
+    meaning = backend_meanings(recipes)
     session_recipes = {(s.backend, s.python): s.recipes for s in all_sessions}
     out: list[Job] = []
     for (b, py), names in sorted(jobs.items(), key=lambda kv: (backend_order(kv[0][0]),

@@ -55,7 +55,7 @@ _BUILD_ONLY = frozenset({"-k", "--keep-going", "--no-wait", "-v", "--verbose", "
 
 
 
-def _meanings(recipes: Iterable[Recipe]) -> dict[str, tuple[str, str]]:
+def backend_meanings(recipes: Iterable[Recipe]) -> dict[str, tuple[str, str]]:
     """Backend name → (kind, target), from the recipes that declare it."""
     out: dict[str, tuple[str, str]] = {}
     for r in recipes:
@@ -129,7 +129,7 @@ def sessions(recipes: Iterable[Recipe], default_python: str) -> list[Session]:
         for b in r.backend_names:
             for py in recipe_pythons(r, default_python):
                 pairs.setdefault((b, py), []).append(r)
-    meaning = _meanings(recipes)
+    meaning = backend_meanings(recipes)
     out = [Session(b, py, tuple(r.name for r in rs),
                    tuple(r.name for r in rs if python_independent(r)),
                    *(("", "") if meaning[b] == (b, "") else meaning[b]))

@@ -14,164 +14,32 @@ low-memory tier, pauses) for the build report, and measurements go to the histor
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from builder.memory.estimate import Estimate, estimate, learned, ramp_model, scan_includes
+from builder.memory.estimate import Estimate, estimate, ramp_model, scan_includes
 from builder.memory.history import History, flags_hash, job_key
+from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
 from builder.memory.policy import (
     Job,
     Model,
-    Running,
     admit,
     ahead_of,
     envelope,
     guard,
     sped_up,
-    upper,
 )
 
-__all__ = [
-    "CACHES",
-    "LAUNCHER_BYTES",
-    "Broker",
-    "BrokerConfig",
-    "JobRecord",
-    "Learned",
-    "Live",
-    "relearn",
-]
+__all__ = ["CACHES", "Broker", "BrokerConfig"]
 
 #: compiler caches that may be chained after the launcher: a hit runs no compiler, so its
 #: measurement says nothing about the compile (sccache compiles in its server, out of sight)
 CACHES = ("ccache", "sccache", "buildcache")
-
-#: memory of one launcher process (Python, ~8 MB anonymous), counted for every launcher
-#: connected — waiting or running — since the jobs' estimates do not include it
-LAUNCHER_BYTES = 10 * 2**20
-
-
-@dataclass
-class JobRecord:
-    id: str
-    file: str
-    estimate: int
-    reserve: int
-    source: str
-    queued: float
-    started: float = 0.0
-    ended: float = 0.0
-    peak: int = 0
-    rc: int | None = None
-    oom: bool = False
-    lowmem: bool = False
-    alone: bool = False
-    retry: bool = False
-    cpu: float = 0.0  # measured CPU seconds of the compile
-    model_cpu: float = 0.0  # the CPU seconds the time model used (0: peak reserved)
-    model_curve: bool = False  # the time model used the job's measured memory curve
-    paused: float = 0.0  # seconds it was stopped by the guard
-    pauses: int = 0
-    group: str = ""  # estimate group (recipe glob, umbrella header) when not measured
-    family: str = ""  # the umbrella header's group, which learns from every job
-
-    @property
-    def groups(self) -> set[str]:
-        """The estimate groups its measurement teaches (and whose jobs it is one of)."""
-        return {self.group, self.family} - {""}
-
-
-@dataclass(frozen=True)
-class Learned:
-    """What the jobs of one estimate group measured so far in this build: the largest
-    peak (and the next largest: do the two agree?), the smallest CPU time (a faster job
-    peaks sooner), the pointwise highest curve, how many jobs, and the largest CPU time
-    (when the next one may end)."""
-
-    peak: int = 0
-    cpu: float = 0.0
-    curve: tuple[float, ...] = ()
-    count: int = 0
-    slowest: float = 0.0
-    second: int = 0
-
-    def add(self, peak: int, cpu: float, curve: tuple[float, ...]) -> Learned:
-        top, second = sorted((self.peak, self.second, peak))[-1:-3:-1]
-        return Learned(top, min(self.cpu, cpu) if self.cpu else cpu,
-                       upper(self.curve, curve), self.count + 1,
-                       max(self.slowest, cpu), second)
-
-    @property
-    def agreed(self) -> bool:
-        """The two largest peaks are within 2 % of each other."""
-        return self.count >= 2 and self.peak - self.second <= 0.02 * self.peak
-
-
-def relearn(est: Estimate, known: Mapping[str, Learned], holding: Mapping[str, int]
-            ) -> Estimate | None:
-    """``est`` re-estimated from what its group — or, until one of its group was measured,
-    its umbrella header's family — measured so far in this build (``known``); None when
-    neither has.  The peak is at least what the group's running jobs hold now
-    (``holding``): a first sibling to finish may be the lightest."""
-    via = est.group if est.group in known else est.family
-    got = known.get(via) if via else None
-    if got is None:
-        return None
-    held = holding.get(via, 0)
-    return learned(est, max(got.peak, held), got.cpu, got.curve,
-                   got.agreed and held <= got.peak, got.slowest, via)
-
-
-@dataclass
-class Live:
-    """A granted job as the broker sees it while it runs."""
-
-    rec: JobRecord
-    seconds: float  # the time model's CPU seconds (0: unknown)
-    threads: int
-    started: float  # broker clock
-    curve: tuple[float, ...] = ()  # its measured memory curve (the time model's bound)
-    span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
-    cpu: float | None = None  # last reported CPU seconds …
-    cpu_active: float = 0.0  # … and the job's active time when it was reported
-    rss: int = 0
-    paused: bool = False
-    paused_at: float = 0.0
-    paused_total: float = 0.0
-    granted: bool = False  # the grant was written: commands may follow
-    conn: socket.socket | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def active(self, now: float) -> float:
-        """Seconds it has run, not counting pauses."""
-        stopped = self.paused_total + (now - self.paused_at if self.paused else 0.0)
-        return max(0.0, now - self.started - stopped)
-
-    def view(self, now: float) -> Running:
-        """What the policy needs: its progress bounded from its last report."""
-        active = self.active(now)
-        cpu = None
-        if self.cpu is not None:
-            cpu = self.cpu + max(0.0, active - self.cpu_active) * max(self.threads, 1)
-        return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
-                       self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
-                       span=self.span)
-
-    def command(self, op: str) -> None:
-        """Send ``pause``/``resume`` (after the grant; a lost connection is the
-        launcher's end, which the job's own thread sees)."""
-        with self.lock:
-            if self.granted and self.conn is not None:
-                with contextlib.suppress(OSError):
-                    self.conn.sendall((json.dumps({"op": op}) + "\n").encode())
-
 
 @dataclass
 class BrokerConfig:

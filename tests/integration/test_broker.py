@@ -9,8 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from builder.memory.broker import Broker, BrokerConfig, JobRecord, Learned, Live
+from builder.memory.broker import Broker, BrokerConfig
 from builder.memory.estimate import Estimate
+from builder.memory.jobs import JobRecord, Learned, Live
 from builder.memory.policy import Job
 from tests.conftest import REPO
 

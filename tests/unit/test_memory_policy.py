@@ -8,7 +8,6 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder.memory.broker import JobRecord, Live
 from builder.memory.estimate import (
     _history_reserve,
     _priors,
@@ -18,6 +17,7 @@ from builder.memory.estimate import (
     ramp_model,
 )
 from builder.memory.history import History
+from builder.memory.jobs import JobRecord, Live
 from builder.memory.launcher import curve_of, is_oom, source_of
 from builder.memory.policy import (
     Job,
