@@ -24,7 +24,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # builder from this checkout, installed or not
 
-from builder import matrix  # noqa: E402
+from builder.ci import sessions as matrix  # noqa: E402
 from builder.errors import BuilderError, MatrixError  # noqa: E402
 from builder.host.facts import HostFacts  # noqa: E402
 from builder.host.probe import probe  # noqa: E402
@@ -69,9 +69,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    """ruff check on builder/, tests/ and this file."""
+    """ruff check on builder/, tests/ and this file; the import contracts (lint-imports:
+    phases point down, no cycles — pyproject.toml's [tool.importlinter])."""
     session.run(sys.executable, "-m", "ruff", "check", "builder", "tests", "noxfile.py",
                 *session.posargs, external=True)
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    session.run(str(lint_imports) if lint_imports.exists() else "lint-imports", external=True)
 
 
 @nox.session(python=False)
