@@ -3,7 +3,7 @@
 Core code never branches on a backend's name: it asks the registry for the
 :class:`Backend` and calls its methods.  The tables that change with toolchain
 releases (which archs a CUDA or ROCm version supports, file extensions) are JSON
-files in ``builder/data``; the live toolchain (``nvcc --list-gpu-code``, the
+files in ``builder/resources``; the live toolchain (``nvcc --list-gpu-code``, the
 installed ROCm device libraries) is consulted through :class:`HostView`.
 """
 

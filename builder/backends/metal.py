@@ -44,7 +44,7 @@ class MetalBackend:
         if self.arch_belongs(arch) and arch not in _table()["families"]:
             known = ", ".join(_table()["families"])
             return Unavailable(f"{arch}: unknown Apple GPU family (known: {known})",
-                               "add it to builder/data/metal.json or remove it")
+                               "add it to builder/resources/metal.json or remove it")
         return None
 
     def host_unavailable(self, host: HostView) -> Unavailable | None:

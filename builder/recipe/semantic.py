@@ -122,7 +122,7 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
         if target is not None and target not in target_names():
             d.add(("backends", bname, "target"), f"unknown target platform '{target}'",
                   did_you_mean(target, list(target_names())) or
-                  f"known targets (builder/data/targets.json): {', '.join(target_names())}")
+                  f"known targets (builder/resources/targets.json): {', '.join(target_names())}")
         be = backend_registry.get(kind or bname)
         for tool, specifier in (spec.get("tools") or {}).items():
             if tool not in KNOWN_TOOLS:

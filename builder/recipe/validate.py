@@ -1,6 +1,6 @@
 """Validate recipe documents and turn them into :class:`builder.recipe.model.Recipe`.
 
-Two passes: the JSON Schema shipped in ``builder/data/recipe.schema.json`` (shape
+Two passes: the JSON Schema shipped in ``builder/resources/recipe.schema.json`` (shape
 and types), then the checks the schema cannot express (:mod:`builder.recipe.semantic`:
 PEP 440 versions and specifiers, option defaults, archs that belong to their
 backend, substitution variables, kernel sources).  Every problem becomes a

@@ -1,4 +1,4 @@
-"""Generated files are data plus a template (``builder/templates``).
+"""Generated files are data plus a template (``builder/resources/templates``).
 
 Values are rendered with :class:`string.Template` after being turned into
 Python/Conan literals with ``repr``/``json``, so a recipe value can never break

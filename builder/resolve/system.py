@@ -81,7 +81,7 @@ def conan_problem(req: ConanRequirement, host: HostFacts,
     if entry is None:
         return (f"{req.ref}: no system package is known for {req.name}",
                 f"use `provider: remote` for it, or add {req.name} to "
-                f"builder/data/system_packages.json")
+                f"builder/resources/system_packages.json")
     installed = dict(host.system_packages)
     wanted = packages_for(entry, multiarch)
     missing = [p for p in wanted if p not in installed]
