@@ -98,7 +98,7 @@ def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
         raise UsageError("--write-workflow covers every recipe of the project; drop the "
                          "recipe names")
     chosen = rs.select(args.recipes, ws.recipes_dir) if args.recipes else rs.recipes
-    history = cimatrix.read_history(ws.state / "memory-history.json")
+    history = cimatrix.read_history(ws.memory_history)
     roots = {r.name: cimatrix.source_roots(r, ws.state) for r in chosen}
     m = cimatrix.ci_matrix(chosen, matrix.CI_PYTHON, history, roots, project=rs.recipes)
     if args.write_workflow:

@@ -200,7 +200,7 @@ class Executor:
         finally:
             self.broker = None
             broker.stop()
-            report = self.ws.state / "reports" / f"{_safe_name(step.id)}.jobs.json"
+            report = self.ws.reports / f"{_safe_name(step.id)}.jobs.json"
             cache = _stats_delta(cache_before, compiler_cache_stats(dict(step.env)))
             if cache:
                 self.cache_stats.append(cache)
@@ -318,7 +318,7 @@ class Executor:
                          log.with_suffix(".check.log"), 600)
 
         refs = dl.refs
-        out_file = self.ws.state / f".download.tmp{os.getpid()}.json"
+        out_file = self.ws.temp_file("download", ".json")
         found = {ref: rm.locate(run, conan, ref, key, out_file) for ref in refs}
         art = found[refs[-1]]
         main = found[refs[0]] if len(refs) > 1 else None
@@ -402,7 +402,7 @@ class Executor:
                     "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         atomic_write(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
         replace_dir(tmp, tree)
-        registry_path = self.ws.state / "kernel-installs.json"
+        registry_path = self.ws.kernel_installs
         try:
             registry = json.loads(registry_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

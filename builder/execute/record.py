@@ -33,7 +33,7 @@ def step_key(step_id: str) -> str:
 
 def load_times(ws: Workspace) -> dict[str, float]:
     try:
-        data = json.loads((ws.state / "step-times.json").read_text(encoding="utf-8"))
+        data = json.loads(ws.step_times.read_text(encoding="utf-8"))
         return {str(k): float(v) for k, v in data.items()}
     except (OSError, ValueError, AttributeError):
         return {}
@@ -63,7 +63,7 @@ class BuildRecorder:
         kinds = {s.id: s.kind for s in self.plan.steps}
         steps = [{**r, "kind": kinds.get(r["id"], "")} for r in self.steps.values()]
         jobs: list[dict[str, Any]] = []
-        reports = self.ws.state / "reports"
+        reports = self.ws.reports
         if reports.is_dir():
             for p in sorted(reports.glob("*.jobs.json")):
                 try:
@@ -89,13 +89,13 @@ class BuildRecorder:
                               "aborted": len(summary.aborted),
                               "failures": [f.step_id for f in summary.failed]},
                   "steps": steps, "compile_jobs": jobs}
-        path = self.ws.state / "last-build.json"
+        path = self.ws.last_build
         _write(path, record)
         times = load_times(self.ws)
         for r in steps:
             if r.get("status") == "done" and "seconds" in r:
                 times[step_key(r["id"])] = r["seconds"]
-        _write(self.ws.state / "step-times.json", times)
+        _write(self.ws.step_times, times)
         return path
 
 

@@ -182,7 +182,7 @@ def remote_keys(ws: Workspace, conan: str, remote: str, names: Iterable[tuple[st
         raise RemoteError(remote, "is not configured in builder's Conan home "
                           f"({ws.conan_home})", f"builder remote add {remote} URL")
     keys: set[str] = set()
-    out_file = ws.state / f".remote-list.tmp{os.getpid()}"
+    out_file = ws.temp_file("remote-list")
     try:
         for name, version in sorted(set(names)):
             out_file.unlink(missing_ok=True)
@@ -364,8 +364,8 @@ def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Run
         entries = [s.payload.entry for s in steps if isinstance(s.payload, KernelEntry) and
                    s.status != SKIP and Path(s.payload.entry).is_dir()]
         vdir = v.id.split("/", 1)[1]
-        work = ws.state / "publish" / vdir
-        out_file = ws.state / f".publish.tmp{os.getpid()}.json"
+        work = ws.publish_dir(vdir)
+        out_file = ws.temp_file("publish", ".json")
         main = None
         if cmake:
             main = locate(run, conan, f"{v.recipe}/{v.version}", v.key, out_file)

@@ -23,7 +23,7 @@ W, LANE, PAD = 1150, 22, 240
 
 
 def load(ws: Workspace) -> dict[str, Any]:
-    path = ws.state / "last-build.json"
+    path = ws.last_build
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except OSError:
@@ -198,7 +198,7 @@ def render_html(data: dict[str, Any]) -> str:
 
 def write(ws: Workspace, output: Path | None) -> Path:
     data = load(ws)
-    path = output or ws.state / "report.html"
+    path = output or ws.report_html
     from builder.util.files import atomic_write
 
     atomic_write(path, render_html(data))

@@ -248,7 +248,7 @@ def _build_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
                     budget=ctx.budget, slots=ctx.jobs, source_root=vals["source"],
                     build_dir=vals["build"], recipe_default=r.memory.default,
                     recipe_globs=r.memory.per_file, lowmem_flags=r.memory.low_memory_flags,
-                    history_path=str(ctx.ws.state / "memory-history.json"))))
+                    history_path=str(ctx.ws.memory_history))))
 
 
 def conan_options(v: Variant) -> list[tuple[str, str]]:
@@ -284,12 +284,12 @@ def compiler_cache_env(ctx: VariantContext) -> list[tuple[str, str]]:
     paths below the project root are hashed relative to it."""
     root = str(ctx.ws.root)
     if ctx.compiler_cache == "ccache":
-        env = [("CCACHE_DIR", str(ctx.ws.state / "ccache")), ("CCACHE_BASEDIR", root),
+        env = [("CCACHE_DIR", str(ctx.ws.compiler_cache_dir("ccache"))), ("CCACHE_BASEDIR", root),
                ("CCACHE_NOHASHDIR", "1"), ("CCACHE_COMPILERCHECK", "content")]
         if ctx.cache_remote:
             env.append(("CCACHE_REMOTE_STORAGE", ctx.cache_remote))
         return env
-    env = [("SCCACHE_DIR", str(ctx.ws.state / "sccache")), ("SCCACHE_BASEDIRS", root)]
+    env = [("SCCACHE_DIR", str(ctx.ws.compiler_cache_dir("sccache"))), ("SCCACHE_BASEDIRS", root)]
     if ctx.cache_remote:
         env.append(("SCCACHE_REDIS_ENDPOINT", ctx.cache_remote))
     return env

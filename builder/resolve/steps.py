@@ -83,7 +83,7 @@ class VariantContext:
         if src.kind == "path":
             return None
         digests = tuple(self.file_digests.get(p, "") for p in src.patches)
-        return self.ws.state / "sources" / source_key(src.kind, src.location, src.rev,
+        return self.ws.sources / source_key(src.kind, src.location, src.rev,
                                                       src.sha256, digests)
 
     def source_root(self) -> str:
@@ -211,7 +211,7 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
     target = ctx.platform.target if ctx.platform else None
     tag = wheel_tag(r.python.abi, v.python, target.os if target else host.os,
                     target.machine if target else host.arch, native)
-    out_dir = ctx.ws.state / "wheels" / v.backend / v.key[:12]
+    out_dir = ctx.ws.wheel_dir(v.backend, v.key)
     out = out_dir / f"{dist_name(r.name)}-{r.version}-{tag}.whl"
     status, reason, fix = variant_status(v)
     if status == BUILD and str(out) in ctx.wheels:

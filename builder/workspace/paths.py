@@ -6,13 +6,24 @@
 ``stage/<r>/<v>/``     ``cmake --install`` target before publication
 ``install/<r>/<v>/``   published install trees, each with ``manifest.json``
 ``kernels/<key>/``     per-(kernel, arch) artifact cache, content addressed
+``wheels/<b>/<key>/``  wheels, per backend and variant key
+``sources/<key>/``     fetched git/url sources, keyed by what was fetched
+``publish/<v>/``       packages being uploaded to a Conan remote
+``ccache/ sccache/``   the compiler cache of ``--compiler-cache``
 ``logs/``              one log file per step of the last build
+``reports/``           the memory broker's per-build job reports
 ``host.json``          cached tool and interpreter probes
+``memory-history.json``  measured peak memory and time per translation unit
+``step-times.json``    how long each step took (for the next build's ETA)
+``last-build.json``    the last build's record (``builder report``)
+``kernel-installs.json``  the published kernel trees builder made, with their keys
+``report.html``        ``builder report``'s default output
 =====================  ==========================================================
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,11 +64,71 @@ class Workspace:
     def lock_file(self) -> Path:
         return self.state / "lock"
 
+    @property
+    def reports(self) -> Path:
+        return self.state / "reports"
+
+    @property
+    def memory_history(self) -> Path:
+        return self.state / "memory-history.json"
+
+    @property
+    def step_times(self) -> Path:
+        return self.state / "step-times.json"
+
+    @property
+    def last_build(self) -> Path:
+        return self.state / "last-build.json"
+
+    @property
+    def kernel_installs(self) -> Path:
+        return self.state / "kernel-installs.json"
+
+    @property
+    def report_html(self) -> Path:
+        return self.state / "report.html"
+
+    @property
+    def installs(self) -> Path:
+        return self.state / "install"
+
+    @property
+    def builds(self) -> Path:
+        return self.state / "build"
+
+    @property
+    def stages(self) -> Path:
+        return self.state / "stage"
+
+    @property
+    def wheels(self) -> Path:
+        return self.state / "wheels"
+
+    @property
+    def sources(self) -> Path:
+        return self.state / "sources"
+
+    def compiler_cache_dir(self, tool: str) -> Path:
+        return self.state / tool
+
+    def wheel_dir(self, backend: str, key: str) -> Path:
+        return self.wheels / backend / key[:12]
+
+    def source_dir(self, key: str) -> Path:
+        return self.sources / key
+
+    def publish_dir(self, vdir: str) -> Path:
+        return self.state / "publish" / vdir
+
+    def temp_file(self, stem: str, suffix: str = "") -> Path:
+        """A scratch file of this process in the state folder (named by its pid)."""
+        return self.state / f".{stem}.tmp{os.getpid()}{suffix}"
+
     def build_dir(self, recipe: str, vdir: str) -> Path:
-        return self.state / "build" / recipe / vdir
+        return self.builds / recipe / vdir
 
     def stage_dir(self, recipe: str, vdir: str) -> Path:
-        return self.state / "stage" / recipe / vdir
+        return self.stages / recipe / vdir
 
     def install_dir(self, recipe: str, vdir: str) -> Path:
-        return self.state / "install" / recipe / vdir
+        return self.installs / recipe / vdir

@@ -180,8 +180,7 @@ def _forget_removed_installs(ws: Workspace, removed: list[Entry]) -> None:
     """Empty per-recipe folders left behind are removed too (never the kinds' roots)."""
     for e in removed:
         parent = Path(e.path).parent
-        if parent.parent in (ws.state / "install", ws.state / "build", ws.state / "stage",
-                             ws.state / "wheels"):
+        if parent.parent in (ws.installs, ws.builds, ws.stages, ws.wheels):
             with contextlib.suppress(OSError):  # not empty: other variants are there
                 parent.rmdir()
 

@@ -88,7 +88,7 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
                     if str(p) not in file_digests and _is_file(p):
                         file_digests[str(p)] = file_sha256(p)
     installed: set[str] = set()
-    install_root = ws.state / "install"
+    install_root = ws.installs
     if install_root.is_dir():
         for mf in install_root.glob("*/*/manifest.json"):
             data = read_manifest(mf)
@@ -99,7 +99,7 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
         artifacts = {p.name for p in ws.kernel_cache.iterdir()
                      if p.is_dir() and not p.name.endswith(".partial")}
     kernel_installs: dict[str, str] = {}
-    registry = read_manifest(ws.state / "kernel-installs.json") or {}
+    registry = read_manifest(ws.kernel_installs) or {}
     for tree, key in registry.items():
         data = read_manifest(Path(tree) / "manifest.json")
         if data and data.get("key") == key and manifest_complete(Path(tree), data):
@@ -112,13 +112,13 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
                 units[str(root)] = compile_units(root)
     measured = tuple(sorted((f, int(rec["peak"]), float(rec.get("seconds", 0.0)),
                              tuple(float(x) for x in rec.get("curve", ())))
-                            for f, rec in History(ws.state / "memory-history.json")
+                            for f, rec in History(ws.memory_history)
                             .by_file.items() if f and rec.get("peak")))
-    wheels = frozenset(str(p) for p in (ws.state / "wheels").glob("*/*/*.whl")) \
-        if (ws.state / "wheels").is_dir() else frozenset()
+    wheels = frozenset(str(p) for p in ws.wheels.glob("*/*/*.whl")) \
+        if ws.wheels.is_dir() else frozenset()
     fetched: set[str] = set()
-    if (ws.state / "sources").is_dir():
-        fetched = {p.name for p in (ws.state / "sources").iterdir() if is_fetched(p)}
+    if ws.sources.is_dir():
+        fetched = {p.name for p in ws.sources.iterdir() if is_fetched(p)}
     return State(wheels=wheels, fetched=frozenset(fetched),
                  compile_units=tuple(sorted(units.items())),
                  measured=measured, source_digests=tuple(sorted(source_digests.items())),

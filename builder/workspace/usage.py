@@ -168,13 +168,13 @@ class _Scan:
         state = self.ws.state
         if not state.is_dir():
             return []
-        kept_vdirs = self._installs(state / "install")
-        self._per_variant(state / "build", "builds", kept_vdirs, newest_kept=True)
-        self._per_variant(state / "stage", "stage", kept_vdirs, newest_kept=False)
-        self._wheels(state / "wheels", kept_vdirs)
+        kept_vdirs = self._installs(self.ws.installs)
+        self._per_variant(self.ws.builds, "builds", kept_vdirs, newest_kept=True)
+        self._per_variant(self.ws.stages, "stage", kept_vdirs, newest_kept=False)
+        self._wheels(self.ws.wheels, kept_vdirs)
         self._kernels(state)
-        self._sources(state / "sources", kept_vdirs)
-        self._conan(state / "conan")
+        self._sources(self.ws.sources, kept_vdirs)
+        self._conan(self.ws.conan_home)
         self._logs(state)
         done = {"install", "build", "stage", "wheels", "kernels", "sources", "conan", "logs",
                 "reports"}
@@ -275,7 +275,7 @@ class _Scan:
 
     def _kernels(self, state: Path) -> None:
         referenced: dict[str, str] = {}  # cache entry name → recipe
-        registry = _read_json(state / "kernel-installs.json")
+        registry = _read_json(self.ws.kernel_installs)
         roots: set[Path] = set()
         for tree in (registry or {}) if isinstance(registry, dict) else {}:
             tree_path = Path(tree)
@@ -375,9 +375,9 @@ class _Scan:
         self.entries.append(Entry("conan", str(home), "", max(rest, 0), newest, keep))
 
     def _logs(self, state: Path) -> None:
-        last = _read_json(state / "last-build.json")
+        last = _read_json(self.ws.last_build)
         since = float(last.get("started", 0)) - 1 if isinstance(last, dict) else 0.0
-        for folder in (state / "logs", state / "reports"):
+        for folder in (self.ws.logs, self.ws.reports):
             for p in sorted(folder.iterdir()) if folder.is_dir() else []:
                 m = _LOG_RECIPE.match(p.name)
                 recipe = m.group(1) if m else ""
