@@ -228,6 +228,9 @@ class Recipe:
     targets: tuple[str, ...] = ()
     #: the default compiler cache; it changes how, not what, is built: not in the key
     compiler_cache: str = field(default="", repr=False, compare=False)
+    #: informational (wheel metadata); kept out of the repr, so out of the variant key
+    license: str = field(default="", repr=False, compare=False)
+    homepage: str = field(default="", repr=False, compare=False)
     options: tuple[Option, ...] = ()
     backends: tuple[BackendSpec, ...] = ()
     flags: FlagLayers = FlagLayers()

@@ -53,6 +53,8 @@ MAPPING: dict[str, str] = {
     "package.name": "Recipe.name",
     "package.version": "Recipe.version",
     "package.description": "Recipe.description",
+    "package.license": "Recipe.license",
+    "package.homepage": "Recipe.homepage",
     # the source's kind is which of path/git/url is given; its location is that key's value
     "source.path": "Recipe.sources[].kind/location",
     "source.git": "Recipe.sources[].kind/location",
@@ -125,11 +127,6 @@ MAPPING: dict[str, str] = {
 #: written here must appear nowhere in the model (checked): carry it, and move the entry
 #: to MAPPING.
 NOT_IN_MODEL: dict[str, str] = {
-    # drift, reported: validated, documented in the README, written by every bundled
-    # recipe, but dropped by build_model and so never reaching anything (e.g. the wheel's
-    # METADATA has Summary from package.description but no License or Home-page)
-    "package.license": "informational; dropped by the loader (no Recipe field)",
-    "package.homepage": "informational (the schema says never fetched); dropped by the loader",
     # not drift: a validation switch; Source.rev keeps the branch name as written and the
     # executor and resolver tell a branch from a commit with is_full_rev
     "source.allow_branch": "lets semantic accept a branch name as source.rev",
