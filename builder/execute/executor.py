@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import DownloadFailed, FetchError, Interrupted, StepFailed
+from builder.memory import launcher
 from builder.plan.model import CACHED, SKIP, TO_RUN, BuildPlan, Step
 from builder.plan.payloads import (
     CleanStage,
@@ -41,8 +42,8 @@ from builder.workspace.paths import Workspace
 
 __all__ = ["OOM_MARKERS", "Event", "Executor", "Summary", "compiler_cache_stats", "needs_work"]
 
-OOM_MARKERS = ("Killed signal terminated program", "virtual memory exhausted",
-               "Cannot allocate memory", "out of memory")
+#: what a compiler killed for memory prints (the launcher's list, as text)
+OOM_MARKERS = tuple(m.decode() for m in launcher.OOM_MARKERS)
 
 
 @dataclass(frozen=True)

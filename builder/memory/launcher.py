@@ -52,7 +52,8 @@ __all__ = [
 
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".hip", ".m", ".mm")
 OOM_MARKERS = (b"Killed signal terminated program", b"virtual memory exhausted",
-               b"out of memory allocating", b"std::bad_alloc")
+               b"out of memory allocating", b"std::bad_alloc", b"Cannot allocate memory",
+               b"out of memory")
 
 
 def source_of(argv: list[str]) -> str | None:

@@ -15,7 +15,8 @@ from typing import Any
 
 from builder.plan.payloads import Payload, payload_from_json, payload_to_json
 
-__all__ = ["BUILD", "CACHED", "DOWNLOAD", "SKIP", "TO_RUN", "BuildPlan", "Step", "Variant"]
+__all__ = ["BUILD", "CACHED", "DOWNLOAD", "SKIP", "TO_RUN", "BuildPlan", "Step", "Variant",
+           "variant_label"]
 
 BUILD, CACHED, SKIP = "build", "cached", "skip"
 DOWNLOAD = "download"  # built elsewhere: fetched from a Conan remote instead of built
@@ -43,6 +44,11 @@ class Step:
     timeout: int = 3600
 
 
+def variant_label(recipe: str, backend: str, build_type: str, python: str) -> str:
+    """A variant as people name it, without its key: ``greet/cuda-release-py3.11``."""
+    return f"{recipe}/{backend}-{build_type}" + (f"-py{python}" if python else "")
+
+
 @dataclass(frozen=True)
 class Variant:
     id: str  # "<recipe>/<dirname>"
@@ -63,6 +69,10 @@ class Variant:
     notes: tuple[str, ...] = ()
     #: what the build is pinned to: source digest or commit, toolchain versions, Conan refs
     pins: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return variant_label(self.recipe, self.backend, self.build_type, self.python)
 
 
 @dataclass(frozen=True)

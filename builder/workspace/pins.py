@@ -16,13 +16,9 @@ from typing import Any
 from builder.errors import Diagnostic, Location, PlanError, RecipeError
 from builder.plan.model import BuildPlan, Variant
 
-__all__ = ["VERSION", "check", "differences", "entry", "label", "lock_data", "read", "write"]
+__all__ = ["VERSION", "check", "differences", "entry", "lock_data", "read", "write"]
 
 VERSION = 1
-
-
-def label(v: Variant) -> str:
-    return f"{v.recipe}/{v.backend}-{v.build_type}" + (f"-py{v.python}" if v.python else "")
 
 
 def entry(v: Variant) -> dict[str, Any]:
@@ -32,7 +28,7 @@ def entry(v: Variant) -> dict[str, Any]:
 
 def lock_data(plan: BuildPlan) -> dict[str, Any]:
     return {"version": VERSION, "host": plan.host,
-            "variants": {label(v): entry(v) for v in plan.variants if v.status != "skip"}}
+            "variants": {v.label: entry(v) for v in plan.variants if v.status != "skip"}}
 
 
 def write(plan: BuildPlan, path: Path) -> int:
@@ -64,7 +60,7 @@ def differences(plan: BuildPlan, locked: dict[str, Any]) -> list[str]:
     for v in plan.variants:
         if v.status == "skip":
             continue
-        name = label(v)
+        name = v.label
         if name not in variants:
             out.append(f"{name}: not in the lockfile")
             continue

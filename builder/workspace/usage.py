@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from builder.plan.model import variant_label
 from builder.workspace.paths import Workspace
 
 __all__ = ["Entry", "scan", "tree_usage"]
@@ -108,9 +109,8 @@ def _read_json(path: Path) -> Any:
 
 
 def _label_of(manifest: dict[str, Any]) -> str:
-    py = manifest.get("python") or ""
-    return (f"{manifest.get('recipe', '')}/{manifest.get('backend', '')}-"
-            f"{manifest.get('build_type', '')}" + (f"-py{py}" if py else ""))
+    return variant_label(str(manifest.get("recipe", "")), str(manifest.get("backend", "")),
+                         str(manifest.get("build_type", "")), str(manifest.get("python") or ""))
 
 
 def _published(manifest: dict[str, Any], fallback: float) -> float:
