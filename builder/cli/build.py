@@ -79,6 +79,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         remote = sum(c.get("remote_hits", 0) for c in ex.cache_stats)
         print(f"compiler cache: {hits} hit(s), {misses} miss(es)" +
               (f", {remote} from the remote" if remote else ""))
+    _print_wheels(plan)
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "
@@ -86,6 +87,24 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
     if not summary.ok:
         return 1
     return 0
+
+
+def _print_wheels(plan: BuildPlan) -> None:
+    """Each wheel the build has, with its tag's story: the manylinux policy auditwheel
+    found, or why the wheel kept its linux tag (never silently)."""
+    from builder.wheels.repair import find
+
+    for s in plan.steps:
+        if s.kind != "wheel" or s.status == SKIP:
+            continue
+        whl = find(s)
+        if whl is None:
+            continue
+        how = f"repaired by auditwheel (policy {s.param('policy')})" if s.param("policy") \
+            else s.param("note")
+        print(f"wheel: {display_path(whl)} — {how}")
+        if not s.param("policy") and s.param("fix"):
+            print(f"  fix: {s.param('fix')}")
 
 
 def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
@@ -159,6 +178,8 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.util.runner import SubprocessRunner
     from builder.workspace.lock import workspace_lock
 
+    if args.index:
+        return _publish_index(args, ws)
     name = args.remote
     if not name:
         raise UsageError("publish needs a remote: --remote NAME (or $BUILDER_REMOTE; see "
@@ -171,6 +192,21 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
         print(f"publishing to {name} ({remote.configured(ws).get(name, '?')}):")
         n = remote.publish(plan, ws, name, conan, SubprocessRunner(owner=str(ws.state)), print)
     print(f"published {n} variant(s) to {name}")
+    return 0
+
+
+def _publish_index(args: argparse.Namespace, ws: Workspace) -> int:
+    from builder.remote import index
+    from builder.util.runner import SubprocessRunner
+    from builder.workspace.lock import workspace_lock
+
+    url = index.check_url(args.index)
+    args.remote = ""
+    with workspace_lock(ws, wait=True):
+        plan, _ = _plan(args, ws, plan_all=False)
+        print(f"publishing to {url}:")
+        n = index.publish(plan, ws, url, SubprocessRunner(owner=str(ws.state)), print)
+    print(f"published {n} wheel(s) to {url} (files the index already held were kept)")
     return 0
 
 

@@ -36,6 +36,16 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
                      f"~{pred['parallelism']:.1f} in parallel, ~{pred['wall']:.0f} s")
         for h in pred.get("heaviest", [])[:3]:
             lines.append(f"          {h['file']}: ~{gib(h['peak'])} ({h['source']})")
+    if s.kind == "wheel" and s.param("wheel"):
+        lines.append(f"        wheel: {s.param('wheel')}")
+        lines.append(f"          {s.param('note')}")
+        if s.param("fix"):
+            lines.append(f"          fix: {s.param('fix')}")
+        if s.param("torch"):
+            lines.append(f"          requires torch=={'.'.join(s.param('torch').split('.')[:2])}.* "
+                         f"if its binaries link libtorch (built against torch "
+                         f"{s.param('torch')})")
+        lines.append(f"          {s.param('per_python')}")
     if show_commands:
         for k, v in s.env:
             lines.append(f"        env {k}={v}")
