@@ -100,8 +100,10 @@ def _print_wheels(plan: BuildPlan) -> None:
         whl = find(s)
         if whl is None:
             continue
-        how = f"repaired by auditwheel (policy {s.param('policy')})" if s.param("policy") \
-            else s.param("note")
+        tag = whl.name[:-4].rsplit("-", 1)[-1].split(".")[0]
+        how = s.param("note") if not s.param("policy") else \
+            f"{tag}: the oldest manylinux policy its binaries satisfy (auditwheel)" \
+            if s.param("policy") == "auto" else f"{tag} (wheel.manylinux), checked by auditwheel"
         print(f"wheel: {display_path(whl)} — {how}")
         if not s.param("policy") and s.param("fix"):
             print(f"  fix: {s.param('fix')}")
@@ -128,6 +130,7 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
                 print(f"  skipped {v.id}: {v.reason}")
         for n in plan.notes:
             print(f"note: {n}")
+        _print_wheels(plan)
         return None
     recorder = BuildRecorder(plan, ws)
     live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
@@ -206,7 +209,7 @@ def _publish_index(args: argparse.Namespace, ws: Workspace) -> int:
         plan, _ = _plan(args, ws, plan_all=False)
         print(f"publishing to {url}:")
         n = index.publish(plan, ws, url, SubprocessRunner(owner=str(ws.state)), print)
-    print(f"published {n} wheel(s) to {url} (files the index already held were kept)")
+    print(f"published {n} wheel(s) to {url}")
     return 0
 
 

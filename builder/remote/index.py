@@ -120,13 +120,13 @@ def publish(plan: BuildPlan, ws: Workspace, url: str, runner: Any,
     for w in wheels:
         say(f"  {w.name}")
     try:
-        run([*twine_cmd, "check", *map(str, wheels)])
+        run([*twine_cmd, "--no-color", "check", *map(str, wheels)])
     except StepFailed as failed:
         raise UsageError(f"twine check refused the wheels' metadata: "
                          f"{' / '.join(failed.tail[-3:])} (log: {log})") from None
     try:
-        run([*twine_cmd, "upload", "--non-interactive", "--disable-progress-bar",
-             "--skip-existing", "--repository-url", url, *map(str, wheels)])
+        run([*twine_cmd, "--no-color", "upload", "--non-interactive",
+             "--disable-progress-bar", "--repository-url", url, *map(str, wheels)])
     except StepFailed as failed:
         why, fix = explain("\n".join(failed.tail))
         raise IndexError_(url, why, f"{fix} (log: {log})") from None

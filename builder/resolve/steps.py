@@ -449,9 +449,12 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
     wp = plan_wheel_of(ctx, native)
     out_dir = ctx.ws.state / "wheels" / v.backend / v.key[:12]
     status, reason, fix = _status(v)
-    if status == BUILD and any(Path(w).parent == out_dir and fnmatch(Path(w).name, wp.glob)
-                               for w in ctx.wheels):
+    made = any(Path(w).parent == out_dir and fnmatch(Path(w).name, wp.glob)
+               for w in ctx.wheels)
+    if status == BUILD and made:
         status = CACHED
+    elif status == CACHED and not made:  # an up-to-date install whose wheel is missing
+        status, reason = BUILD, ""  # or was made another way (before it was repaired)
     raw = out_dir / ".raw" / wp.raw_name
     commands: tuple[tuple[str, ...], ...] = ()
     env: tuple[tuple[str, str], ...] = ()
