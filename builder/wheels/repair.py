@@ -143,7 +143,7 @@ def find(step: Step) -> Path | None:
     return hits[-1] if hits else None
 
 
-_TOO_NEW = re.compile(r"too-recent versioned symbols|cannot repair", re.I)
+_TOO_NEW = re.compile(r"too-recent versioned symbols", re.I)
 
 
 def explain(tail: list[str], policy: str) -> str:
@@ -156,8 +156,8 @@ def explain(tail: list[str], policy: str) -> str:
                 f"that policy allows{extra} — the compiler's glibc/libstdc++ is too new. "
                 f"Build with an older toolchain (e.g. in a manylinux container), or set "
                 f"wheel.manylinux: auto to take the oldest policy these binaries satisfy")
-    missing = re.findall(r"could not find.*?\b(lib[\w.+-]+\.so[\w.]*)", text, re.I)
-    if missing or "required library" in text.lower():
+    missing = re.findall(r'required library "([^"]+)" could not be located', text, re.I)
+    if missing:
         return ("auditwheel cannot find a library the wheel needs"
                 + (f" ({', '.join(sorted(set(missing)))})" if missing else "")
                 + "; add its folder to the install tree, or list it in wheel.exclude if the "
