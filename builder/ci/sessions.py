@@ -87,7 +87,8 @@ def recipe_pythons(recipe: Recipe, default_python: str) -> tuple[str, ...]:
 
 
 def python_independent(recipe: Recipe) -> bool:
-    """Is the native build the same for every Python (no extension module)?"""
+    """Is the native build the same for every Python (no extension module, or one on the
+    stable ABI: ``abi3`` serves every Python from its limited API on)?"""
     return recipe.python.abi != "cpython"
 
 

@@ -133,12 +133,18 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-q", "--quiet", action="store_true", help="print only failures and the "
                    "summary")
 
-    pb = sub.add_parser("publish", help="upload built variants to a Conan remote",
+    pb = sub.add_parser("publish", help="upload built variants to a Conan remote, or their "
+                        "wheels to a package index (--index)",
                         description="Upload the selected recipes' up-to-date variants (and "
                         "their dependencies) to a Conan remote: the Conan package, wheels "
                         "and kernel artifacts, found by the variant key. Another machine's "
                         "`builder build --remote NAME` then downloads instead of building.")
     selection(pb)
+    pb.add_argument("--index", default="", metavar="URL",
+                    help="upload the wheels to this Python package index instead, with twine "
+                         "(e.g. https://upload.pypi.org/legacy/); credentials from "
+                         "TWINE_USERNAME / TWINE_PASSWORD or the keyring, never the command "
+                         "line")
     rm = sub.add_parser("remote", help="configure the Conan remotes builder may use",
                         description="Add, list or remove remotes in builder's project-local "
                         "Conan home (no remote is configured by default: builds are offline).")

@@ -13,6 +13,7 @@ from typing import Any
 from builder.cli.planning import make_plan
 from builder.errors import Interrupted, PlanError, UsageError
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
+from builder.plan.payloads import WheelBuild
 from builder.recipe.recipeset import display_path
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
@@ -81,6 +82,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         remote = sum(c.get("remote_hits", 0) for c in ex.cache_stats)
         print(f"compiler cache: {hits} hit(s), {misses} miss(es)" +
               (f", {remote} from the remote" if remote else ""))
+    _print_wheels(plan)
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "
@@ -88,6 +90,27 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
     if not summary.ok:
         return 1
     return 0
+
+
+def _print_wheels(plan: BuildPlan) -> None:
+    """Each wheel the build has, with its tag's story: the manylinux policy auditwheel
+    found, or why the wheel kept its linux tag (never silently)."""
+    from builder.wheels.repair import find
+
+    for s in plan.steps:
+        w = s.payload
+        if not isinstance(w, WheelBuild) or s.status == SKIP:
+            continue
+        whl = find(w)
+        if whl is None:
+            continue
+        tag = whl.name[:-4].rsplit("-", 1)[-1].split(".")[0]
+        how = w.note if not w.policy else \
+            f"{tag}: the oldest manylinux policy its binaries satisfy (auditwheel)" \
+            if w.policy == "auto" else f"{tag} (wheel.manylinux), checked by auditwheel"
+        print(f"wheel: {display_path(whl)} — {how}")
+        if not w.policy and w.fix:
+            print(f"  fix: {w.fix}")
 
 
 def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
@@ -111,6 +134,7 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
                 print(f"  skipped {v.id}: {v.reason}")
         for n in plan.notes:
             print(f"note: {n}")
+        _print_wheels(plan)
         return None
     recorder = BuildRecorder(plan, ws)
     live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
@@ -161,6 +185,8 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.util.runner import SubprocessRunner
     from builder.workspace.lock import workspace_lock
 
+    if args.index:
+        return _publish_index(args, ws)
     name = args.remote
     if not name:
         raise UsageError("publish needs a remote: --remote NAME (or $BUILDER_REMOTE; see "
@@ -173,6 +199,21 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
         print(f"publishing to {name} ({remote.configured(ws).get(name, '?')}):")
         n = remote.publish(plan, ws, name, conan, SubprocessRunner(owner=str(ws.state)), print)
     print(f"published {n} variant(s) to {name}")
+    return 0
+
+
+def _publish_index(args: argparse.Namespace, ws: Workspace) -> int:
+    from builder.remote import index
+    from builder.util.runner import SubprocessRunner
+    from builder.workspace.lock import workspace_lock
+
+    url = index.check_url(args.index)
+    args.remote = ""
+    with workspace_lock(ws, wait=True):
+        plan, _ = make_plan(args, ws, plan_all=False)
+        print(f"publishing to {url}:")
+        n = index.publish(plan, ws, url, SubprocessRunner(owner=str(ws.state)), print)
+    print(f"published {n} wheel(s) to {url}")
     return 0
 
 

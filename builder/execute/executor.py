@@ -212,16 +212,28 @@ class Executor:
                                               "jobs": broker.report()}, indent=1))
 
     def _do_wheel(self, step: Step) -> None:
-        from builder.wheels.build import build_wheel
+        """Write the wheel, repair it with auditwheel when planned, keep the result
+        (:mod:`builder.wheels.repair`)."""
+        from builder.wheels import repair
 
         w = step.payload
         assert isinstance(w, WheelBuild)
+        log = self._log_path(step)
         try:
-            build_wheel(Path(w.src), Path(w.out_dir), w.name, w.version, w.tag,
-                        summary=w.summary)
+            _, said = repair.write_raw(w)
+            if step.commands:
+                try:
+                    self._commands(step)
+                except StepFailed as failed:
+                    failed.explanation = repair.explain(failed.tail, w.policy)
+                    raise
+            final = repair.finish(w, repaired=bool(step.commands))
         except (OSError, ValueError) as exc:
-            raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
+            raise StepFailed(step.id, [], 1, str(log), [],
                              f"cannot build the wheel: {exc}") from None
+        note = "" if step.commands else f" — {w.note}"
+        with open(log, "a", encoding="utf-8") as out:
+            out.write("".join(f"# {line}\n" for line in said) + f"# wheel: {final}{note}\n")
 
     def _do_fetch(self, step: Step) -> None:
         from builder.source import fetch
@@ -349,12 +361,8 @@ class Executor:
         try:
             if main is not None:
                 rm.copy_tree(main.folder, Path(dl.stage))
-            for wheel in dl.wheels:
-                dest = Path(wheel)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                tmp = dest.with_name(f".{dest.name}.tmp{os.getpid()}")
-                shutil.copyfile(art.folder / "wheels" / dest.name, tmp)
-                os.replace(tmp, dest)
+            for wheel in dl.wheels:  # a variant's wheel folder
+                rm.copy_tree(art.folder / "wheels" / Path(wheel).name, Path(wheel))
             for entry in dl.kernel_entries:
                 rm.copy_tree(art.folder / "kernels" / Path(entry).name, Path(entry))
         except OSError as exc:  # the remote's package lacks what this plan needs

@@ -92,6 +92,9 @@ _TOOL_PROBES: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "sccache": (["--version"], ("sccache",)),
     "git": (["--version"], ("git",)),
     "patch": (["--version"], ("patch",)),
+    # wheel repair (manylinux tags): auditwheel needs patchelf
+    "auditwheel": (["--version"], ("auditwheel",)),
+    "patchelf": (["--version"], ("patchelf",)),
 }
 
 

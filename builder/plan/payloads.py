@@ -124,13 +124,27 @@ class PublishKernels:
 
 @dataclass(frozen=True)
 class WheelBuild:
+    """A wheel of the variant's Python package, repaired to a manylinux tag where planned
+    (:mod:`builder.wheels`)."""
+
     TYPE: ClassVar[str] = "wheel"
-    src: str
-    name: str
+    src: str  # the Python package folder in the install tree
+    name: str  # the distribution name (with the GPU toolchain's major: llaisys-cu13)
     version: str
-    tag: str
+    tag: str  # the raw wheel's tag, before repair
     summary: str
     out_dir: str
+    wheel: str = ""  # the final name (``*`` where auditwheel picks the platform tag)
+    glob: str = ""  # matches the final wheel in out_dir
+    note: str = ""  # how it is repaired, or why it is not
+    fix: str = ""  # what would make it manylinux
+    policy: str = ""  # auto | manylinux_X_Y | "" (not repaired)
+    torch: str = ""  # the torch it is built against ("" when none)
+    per_python: str = ""  # why the variant is (or is not) built per Python
+    requires: tuple[str, ...] = ()
+    requires_python: str = ""
+    classifiers: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

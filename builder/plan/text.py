@@ -8,7 +8,7 @@ import json
 import shlex
 
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step
-from builder.plan.payloads import CompileJobs, RenderFiles
+from builder.plan.payloads import CompileJobs, RenderFiles, WheelBuild
 
 __all__ = ["dot", "gib", "text", "to_json"]
 
@@ -39,6 +39,16 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
                      f"~{pred.parallelism:.1f} in parallel, ~{pred.wall:.0f} s")
         for h in pred.heaviest[:3]:
             lines.append(f"          {h.file}: ~{gib(h.peak)} ({h.source})")
+    w = s.payload if isinstance(s.payload, WheelBuild) else None
+    if w and w.wheel:
+        lines.append(f"        wheel: {w.wheel}")
+        lines.append(f"          {w.note}")
+        if w.fix:
+            lines.append(f"          fix: {w.fix}")
+        if w.torch:
+            lines.append(f"          requires torch=={'.'.join(w.torch.split('.')[:2])}.* "
+                         f"if its binaries link libtorch (built against torch {w.torch})")
+        lines.append(f"          {w.per_python}")
     if show_commands:
         for k, v in s.env:
             lines.append(f"        env {k}={v}")

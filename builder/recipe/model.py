@@ -176,8 +176,33 @@ class Requires:
 @dataclass(frozen=True)
 class PythonSpec:
     versions: tuple[str, ...] = ()
-    abi: str = "none"  # none | cpython
+    abi: str = "none"  # none | cpython | abi3
     package: str = "python"
+    #: abi3: the oldest Python whose limited API the extension uses ("" = lowest version)
+    limited_api: str = field(default="", repr=False)
+
+    @property
+    def per_python(self) -> bool:
+        """Is the native build done once per Python version (an extension built against
+        one CPython's ABI)?  ``none`` and ``abi3`` build once for every Python."""
+        return self.abi == "cpython"
+
+    @property
+    def abi3_floor(self) -> str:
+        """The Python an abi3 wheel needs at least (``3.9``)."""
+        if self.limited_api:
+            return self.limited_api
+        return min(self.versions, key=lambda v: tuple(int(x) for x in v.split("."))) \
+            if self.versions else ""
+
+
+@dataclass(frozen=True)
+class WheelSpec:
+    """How a wheel is made fit for a package index (``wheel:`` in the recipe)."""
+
+    manylinux: str = "auto"  # auto | none | manylinux_2_28 | manylinux2014 ...
+    exclude: tuple[str, ...] = ()  # sonames the runtime provides (wildcards allowed)
+    requires: tuple[str, ...] = ()  # extra Requires-Dist
 
 
 @dataclass(frozen=True)
@@ -241,6 +266,9 @@ class Recipe:
     tests: tuple[TestSpec, ...] = ()
     install: InstallSpec = InstallSpec()
     kernels: tuple[Kernel, ...] = ()
+    #: left out of the repr (which keys are made from) while it is the default, so that
+    #: recipes without a ``wheel:`` section keep their keys; resolve.model_digest adds it
+    wheel: WheelSpec = field(default=WheelSpec(), repr=False)
     digest: str = ""  # sha256 of the recipe file's bytes
     positions: Positions | None = field(default=None, compare=False, hash=False, repr=False)
 

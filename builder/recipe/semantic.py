@@ -245,6 +245,7 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
             _check_below(rel, ("kernels", kname, "sources", b), "the source root", d)
     _check_below((data.get("python") or {}).get("package"), ("python", "package"),
                  "the install prefix", d)
+    _check_wheel(data, d)
     for src in source_entries(data):
         _check_below(src.get("subdir"), ("source", "subdir"), "the source root", d)
         for j, patch in enumerate(src.get("patches") or ()):
@@ -281,6 +282,31 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
         elif "git" not in src and "allow_branch" in src:
             d.add(("source", "allow_branch"), "allow_branch only applies to git sources",
                   "remove it", key=True)
+
+
+def _check_wheel(data: dict[str, Any], d: Diags) -> None:
+    """``python.abi: abi3`` and its ``limited_api``; ``wheel.requires`` are PEP 508."""
+    py = data.get("python") or {}
+    versions = py.get("versions") or []
+    floor = py.get("limited_api")
+    if floor and py.get("abi") != "abi3":
+        d.add(("python", "limited_api"), "limited_api applies to abi: abi3 only",
+              "set python.abi: abi3 (the extension uses the stable ABI) or drop limited_api")
+    elif floor and versions:
+        def key(v: str) -> tuple[int, ...]:
+            return tuple(int(x) for x in v.split("."))
+
+        low = min(versions, key=key)
+        if key(floor) > key(low):
+            d.add(("python", "limited_api"), f"limited_api {floor} is above Python {low}, "
+                  f"listed in python.versions: a cp{floor.replace('.', '')}-abi3 wheel does "
+                  f"not install there", f"limited_api: \"{low}\", or drop {low} from versions")
+    for i, text in enumerate((data.get("wheel") or {}).get("requires") or ()):
+        try:
+            Requirement(text)
+        except InvalidRequirement as exc:
+            d.add(("wheel", "requires", i), f"invalid requirement '{text}': {exc}",
+                  "use a PEP 508 requirement such as \"numpy>=1.24\"")
 
 
 def _check_below(rel: Any, path: PathKey, what: str, d: Diags) -> None:

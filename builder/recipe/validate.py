@@ -223,6 +223,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
     req = data.get("requires") or {}
     py = data.get("python") or {}
     inst = data.get("install") or {}
+    whl = data.get("wheel") or {}
     return m.Recipe(
         name=data["package"]["name"], version=data["package"]["version"], file=file.resolve(),
         display=display, description=data["package"].get("description", ""),
@@ -260,7 +261,9 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
                                              x.get("why", ""))
                          for x in req.get("system") or ())),
         python=m.PythonSpec(tuple(py.get("versions", ())), py.get("abi", "none"),
-                            py.get("package", "python")),
+                            py.get("package", "python"), py.get("limited_api", "")),
+        wheel=m.WheelSpec(whl.get("manylinux", "auto"), tuple(whl.get("exclude", ())),
+                          tuple(whl.get("requires", ()))),
         tests=tuple(m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
                                tuple(t.get("backends", ())),
                                tuple((t.get("devices") or {}).items()), t.get("timeout", 1800),

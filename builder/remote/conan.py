@@ -300,8 +300,10 @@ def artifacts_folder(folder: Path, v: Variant, wheels: Sequence[str],
     shutil.rmtree(folder, ignore_errors=True)
     (folder / "wheels").mkdir(parents=True)
     (folder / "kernels").mkdir()
-    for w in wheels:
-        shutil.copy2(w, folder / "wheels" / Path(w).name)
+    for w in wheels:  # a variant's wheel folder (its finished wheels only)
+        (folder / "wheels" / Path(w).name).mkdir()
+        for whl in Path(w).glob("*.whl"):
+            shutil.copy2(whl, folder / "wheels" / Path(w).name / whl.name)
     for e in kernel_entries:
         shutil.copytree(e, folder / "kernels" / Path(e).name)
     manifest = {"key": v.key, "variant": v.id, "recipe": v.recipe, "version": v.version,
@@ -360,7 +362,7 @@ def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Run
         steps = plan.steps_of(v.id)
         cmake = any(s.kind == "export" for s in steps)
         wheels = [s.outputs[0] for s in steps if s.kind == "wheel" and s.outputs and
-                  Path(s.outputs[0]).is_file()]
+                  Path(s.outputs[0]).is_dir()]
         entries = [s.payload.entry for s in steps if isinstance(s.payload, KernelEntry) and
                    s.status != SKIP and Path(s.payload.entry).is_dir()]
         vdir = v.id.split("/", 1)[1]

@@ -165,6 +165,9 @@ def _python_defines(ctx: VariantContext) -> dict[str, str]:
         defines["CMAKE_PREFIX_PATH"] = ";".join(prefixes)
     triplet = ctx.platform.toolchain.triplet if ctx.cross and ctx.platform and \
         ctx.platform.toolchain else ""
+    if r.python.abi == "abi3":  # the project defines Py_LIMITED_API with it
+        major, minor = r.python.abi3_floor.split(".")
+        defines["BUILDER_PY_LIMITED_API"] = f"0x{int(major):02X}{int(minor):02X}0000"
     if triplet:  # extension modules named for the target's interpreter, not this one
         cp = ctx.python.version.replace(".", "")
         defines["PYTHON_MODULE_EXTENSION"] = f".cpython-{cp}-{triplet}.so"

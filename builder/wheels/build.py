@@ -44,7 +44,9 @@ def _record_hash(data: bytes) -> str:
 
 
 def build_wheel(src: Path, out_dir: Path, name: str, version: str, tag: str,
-                requires: tuple[str, ...] = (), summary: str = "") -> Path:
+                requires: tuple[str, ...] = (), summary: str = "",
+                classifiers: tuple[str, ...] = (), keywords: tuple[str, ...] = (),
+                requires_python: str = "") -> Path:
     """Write ``<out_dir>/<dist>-<version>-<tag>.whl`` from the packages under ``src``."""
     dist = dist_name(name)
     info = f"{dist}-{version}.dist-info"
@@ -59,6 +61,11 @@ def build_wheel(src: Path, out_dir: Path, name: str, version: str, tag: str,
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if summary:
         meta.append(f"Summary: {summary}")
+    if keywords:
+        meta.append(f"Keywords: {','.join(keywords)}")
+    meta += [f"Classifier: {c}" for c in classifiers]
+    if requires_python:
+        meta.append(f"Requires-Python: {requires_python}")
     meta += [f"Requires-Dist: {r}" for r in requires]
     files.append((f"{info}/METADATA", ("\n".join(meta) + "\n").encode(), 0o644))
     purelib = "true" if tag.endswith("-any") else "false"

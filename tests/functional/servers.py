@@ -86,3 +86,39 @@ def conan_server(workdir: Path, users: dict[str, str], write: str = "*/*@*/*: *"
             proc.kill()
             proc.wait()
         log.close()
+
+
+@contextmanager
+def pypi_server(workdir: Path, users: dict[str, str]) -> Iterator[str]:
+    """A throw-away pypiserver (a real package index) on 127.0.0.1, serving the wheels in
+    ``workdir/packages``; uploads need one of ``users`` (an htpasswd file written with
+    passlib), downloads do not.  No fallback to PyPI.  Yields its base URL."""
+    try:
+        import pypiserver  # noqa: F401
+        from passlib.apache import HtpasswdFile
+    except ImportError:
+        raise FileNotFoundError("pypiserver and passlib (pip install pypiserver passlib)"
+                                ) from None
+    port = free_port()
+    packages = workdir / "packages"
+    packages.mkdir(parents=True, exist_ok=True)
+    ht = HtpasswdFile(str(workdir / "htpasswd"), new=True)
+    for user, password in users.items():
+        ht.set_password(user, password)
+    ht.save()
+    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, "-m", "pypiserver", "run", "-i", "127.0.0.1",
+                             "-p", str(port), "-P", str(workdir / "htpasswd"), "-a", "update",
+                             "--disable-fallback", str(packages)], stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        _wait_port(port, proc, "pypiserver")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

@@ -147,3 +147,22 @@ def test_conan_reference_conflict(tmp_path: Path) -> None:
     with pytest.raises(RecipeError) as e:
         RecipeSet.load(tmp_path / "recipes")
     assert "version conflict: protobuf/3.20.0 here, protobuf/3.21.12" in e.value.render()
+
+
+def test_wheel_and_abi3_settings_are_checked(tmp_path: Path) -> None:
+    text = problems(tmp_path, GOOD + 'python:\n  versions: ["3.9", "3.12"]\n  abi: abi3\n'
+                    '  limited_api: "3.10"\nwheel:\n  requires: ["numpy >>> 1"]\n')
+    assert "limited_api 3.10 is above Python 3.9" in text and 'limited_api: "3.9"' in text
+    assert "wheel.requires[0]: invalid requirement 'numpy >>> 1'" in text
+    text = problems(tmp_path, GOOD + 'wheel:\n  manylinux: manylinux_2_28_x86_64\n')
+    assert ":9:14: wheel.manylinux" in text  # a policy is named without its arch
+    text = problems(tmp_path, GOOD + 'python:\n  versions: ["3.11"]\n  limited_api: "3.11"\n')
+    assert "limited_api applies to abi: abi3 only" in text
+
+
+def test_abi3_recipe_loads_with_its_floor(tmp_path: Path) -> None:
+    r = load_recipe(write(tmp_path, GOOD.replace("path: src", "path: ../src") +
+                          'python:\n  versions: ["3.10", "3.9"]\n  abi: abi3\n'
+                          'wheel:\n  manylinux: manylinux_2_28\n  exclude: [libfoo.so.*]\n'))
+    assert r.python.abi3_floor == "3.9" and not r.python.per_python
+    assert r.wheel.manylinux == "manylinux_2_28" and r.wheel.exclude == ("libfoo.so.*",)

