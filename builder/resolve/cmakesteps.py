@@ -215,6 +215,7 @@ def _conan_files(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[st
         profile: render.profile(
             host=host, build_type=v.build_type, jobs=ctx.jobs, cflags=sub(flags.c),
             cxxflags=sub(flags.cxx), ldflags=sub(flags.ld), compilers=compilers,
+            cppstd=r.cxx_standard,
             platform_requires=[platform_ref(c, host, multiarch) for c in system_refs],
             platform_tool_requires=[platform_ref(c, host) for c in system_refs
                                     if system_table().get(c.name, {}).get("tool")],
