@@ -190,11 +190,14 @@ def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
             print(f"no remote configured in {display_path(ws.conan_home)} (builds are "
                   f"offline); add one with `builder remote add NAME URL`")
         return 0
+    from builder.host.probe import find_executable
+
+    conan = find_executable("conan") or "conan"
     if args.remote_command == "add":
-        argv = ["conan", "remote", "add", args.name, args.url, "--force",
+        argv = [conan, "remote", "add", args.name, args.url, "--force",
                 *(["--insecure"] if args.insecure else [])]
     else:
-        argv = ["conan", "remote", "remove", args.name]
+        argv = [conan, "remote", "remove", args.name]
     rc, out = capture(argv, env=env)
     if rc != 0:
         raise UsageError(f"conan remote {args.remote_command} failed: "

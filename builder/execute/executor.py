@@ -416,9 +416,11 @@ def compiler_cache_stats(env: dict[str, str]) -> dict[str, int] | None:
     """ccache's counters for the cache a build step uses (None without ccache)."""
     if "CCACHE_DIR" not in env:
         return None
+    from builder.host.probe import find_executable
     from builder.util.runner import capture
 
-    rc, out = capture(["ccache", "--print-stats"], env={**os.environ, **env})
+    rc, out = capture([find_executable("ccache") or "ccache", "--print-stats"],
+                      env={**os.environ, **env})
     if rc != 0:
         return None
     stats: dict[str, int] = {}

@@ -101,7 +101,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              commands=((cmake, "-S", vals["source"], "-B", vals["build"], "-G", "Ninja",
                         f"-DCMAKE_TOOLCHAIN_FILE={bdir / 'gen' / 'conan_toolchain.cmake'}",
                         f"-DCMAKE_BUILD_TYPE={CMAKE_BUILD_TYPE[v.build_type]}",
-                        f"-DCMAKE_INSTALL_PREFIX={stage}",
+                        f"-DCMAKE_INSTALL_PREFIX={stage}", *_make_program(ctx),
                         *(f"-D{k}={val}" for k, val in defines.items())),),
              cwd=str(bdir), deps=(f"{sid}/conan-install",), timeout=1800, **common),
         _build_step(ctx, cmake, vals, cache_env, str(bdir), common),
@@ -123,6 +123,13 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
     return [with_hash(s, v.key) for s in steps]
+
+
+def _make_program(ctx: VariantContext) -> tuple[str, ...]:
+    """The ninja builder found (next to its interpreter first, like every tool): CMake
+    would look on PATH only, where a virtual environment's ninja may not be."""
+    ninja = ctx.host.tool("ninja")
+    return (f"-DCMAKE_MAKE_PROGRAM={ninja.path}",) if ninja else ()
 
 
 def cmake_defines(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[str, str],

@@ -78,3 +78,45 @@ def test_a_standard_conan_does_not_know_is_a_located_error(modern: Path) -> None
         plan_of(modern, ["modern"])
     text = err.value.render()
     assert "modern.yaml:" in text and "cxx_standard" in text, text
+
+
+# ---------------------------------------------------------------------- tool discovery
+
+
+def _fake_tool(folder: Path, name: str, version: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    exe = folder / name
+    exe.write_text(f"#!/bin/sh\necho '{name} version {version}'\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_tools_are_found_next_to_builders_interpreter_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`venv/bin/builder` run without the venv on PATH finds the venv's conan (and
+    prefers it to another one on PATH); without either, PATH alone decides."""
+    import sys
+
+    from builder.host import probe
+
+    venv, other = tmp_path / "venv" / "bin", tmp_path / "other"
+    mine = _fake_tool(venv, "conan", "2.99.1")
+    _fake_tool(other, "conan", "2.0.0")
+    monkeypatch.setattr(sys, "executable", str(venv / "python3"))
+    monkeypatch.setenv("PATH", f"{other}:/usr/bin:/bin")
+    found = probe._probe_tool("conan", probe._ProbeCache(None))
+    assert found is not None and (found.path, found.version) == (str(mine), "2.99.1")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "elsewhere" / "python3"))
+    found = probe._probe_tool("conan", probe._ProbeCache(None))
+    assert found is not None and found.version == "2.0.0"
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert probe._probe_tool("conan", probe._ProbeCache(None)) is None
+
+
+def test_configure_names_the_ninja_that_was_found(modern: Path) -> None:
+    """CMake would look for ninja on PATH only."""
+    plan = plan_of(modern, ["modern"])
+    [v] = plan.variants
+    ninja = host("linux-cuda13").tool("ninja")
+    assert ninja is not None
+    assert f"-DCMAKE_MAKE_PROGRAM={ninja.path}" in plan.step(f"{v.id}/configure").commands[0]
