@@ -81,10 +81,14 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         remote = sum(c.get("remote_hits", 0) for c in ex.cache_stats)
         print(f"compiler cache: {hits} hit(s), {misses} miss(es)" +
               (f", {remote} from the remote" if remote else ""))
+    for line in summary.oom:  # recovered or not: its estimate was wrong, and it cost time
+        print(f"out of memory: {line}")
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "
-          f"{len(summary.aborted)} not run — {summary.seconds:.1f}s")
+          f"{len(summary.aborted)} not run" +
+          (f", {len(summary.oom)} compile(s) killed out of memory" if summary.oom else "") +
+          f" — {summary.seconds:.1f}s")
     if not summary.ok:
         return 1
     return 0

@@ -64,6 +64,8 @@ class Summary:
     failed: list[StepFailed] = field(default_factory=list)
     aborted: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: compiles killed out of memory, and how their retries ended (memory.jobs.oom_kills)
+    oom: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +89,7 @@ class Executor:
         self.keep_going = keep_going
         self.broker: Any = None  # the running build step's memory broker, for progress
         self.cache_stats: list[dict[str, int]] = []  # compiler cache hits/misses per build
+        self.oom: list[str] = []  # compiles killed out of memory (memory.jobs.oom_kills)
 
     def _emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",
               index: int = 0) -> None:
@@ -128,6 +131,7 @@ class Executor:
             summary.done.append(step.id)
             self._emit("done", step, time.monotonic() - t0, index=i)
         summary.seconds = time.monotonic() - start
+        summary.oom = list(self.oom)
         return summary
 
     # -- one step -------------------------------------------------------------------
@@ -180,6 +184,7 @@ class Executor:
     def _do_build(self, step: Step) -> None:
         """A CMake build with its memory broker running for the compile launchers."""
         from builder.memory.broker import Broker, BrokerConfig
+        from builder.memory.jobs import oom_kills
 
         if not isinstance(step.payload, CompileJobs):
             self._commands(step)
@@ -205,11 +210,13 @@ class Executor:
             cache = _stats_delta(cache_before, compiler_cache_stats(dict(step.env)))
             if cache:
                 self.cache_stats.append(cache)
+            jobs = broker.report()
+            self.oom += [f"{step.id}: {line}" for line in oom_kills(jobs)]
             atomic_write(report, json.dumps({"step": step.id, "budget": cfg.budget,
                                               "wall0": broker.wall0, "compiler_cache": cache,
                                               "slots": cfg.slots,
                                               "prediction": dataclasses.asdict(prediction),
-                                              "jobs": broker.report()}, indent=1))
+                                              "jobs": jobs}, indent=1))
 
     def _do_wheel(self, step: Step) -> None:
         from builder.wheels.build import build_wheel

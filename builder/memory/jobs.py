@@ -8,13 +8,14 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from builder.memory.estimate import Estimate, learned
 from builder.memory.policy import Running, upper
 
-__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "relearn"]
+__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "oom_kills", "relearn"]
 
 #: memory of one launcher process (Python, ~8 MB anonymous), counted for every launcher
 #: connected — waiting or running — since the jobs' estimates do not include it
@@ -136,3 +137,30 @@ class Live:
                     self.conn.sendall((json.dumps({"op": op}) + "\n").encode())
 
 
+
+
+def oom_kills(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per compile killed for memory in a build (``Broker.report()`` records):
+    the file, its peak when killed against what was reserved for it and why, and how its
+    retry — alone, with the low-memory flags — ended.  A build that recovered still says
+    so: its estimates were wrong and it ran slower for it."""
+    out = []
+    for i, job in enumerate(jobs):
+        if not job.get("oom") or job.get("retry"):
+            continue
+        file = str(job.get("file", "?"))
+        retry = next((j for j in jobs[i + 1:] if j.get("retry") and j.get("file") == file),
+                     None)
+        if retry is None:
+            after = "not retried"
+        elif retry.get("oom"):
+            after = "killed again when retried alone with the low-memory flags"
+        elif retry.get("rc") == 0:
+            after = (f"retried alone with the low-memory flags: succeeded (peak "
+                     f"{int(retry.get('peak', 0)) >> 20} MiB)")
+        else:
+            after = f"retried alone with the low-memory flags: exit code {retry.get('rc')}"
+        out.append(f"{file} was killed out of memory at {int(job.get('peak', 0)) >> 20} MiB "
+                   f"({int(job.get('reserve', 0)) >> 20} MiB reserved, estimate from "
+                   f"{job.get('source', '?')}); {after}")
+    return out

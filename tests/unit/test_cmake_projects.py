@@ -120,3 +120,28 @@ def test_configure_names_the_ninja_that_was_found(modern: Path) -> None:
     ninja = host("linux-cuda13").tool("ninja")
     assert ninja is not None
     assert f"-DCMAKE_MAKE_PROGRAM={ninja.path}" in plan.step(f"{v.id}/configure").commands[0]
+
+
+# ---------------------------------------------------------------------- OOM in the summary
+
+
+def test_oom_kills_name_the_file_the_reservation_and_the_retry() -> None:
+    from builder.memory.jobs import oom_kills
+
+    mib = 2**20
+    jobs = [
+        {"file": "a.cpp", "oom": False, "retry": False, "rc": 0, "peak": 900 * mib},
+        {"file": "unity_0_cxx.cxx", "oom": True, "retry": False, "rc": 1,
+         "peak": 1055 * mib, "reserve": 112 * mib, "source": "learned:prior:torch/torch.h"},
+        {"file": "b.cpp", "oom": True, "retry": False, "rc": 1, "peak": 700 * mib,
+         "reserve": 800 * mib, "source": "history"},
+        {"file": "unity_0_cxx.cxx", "oom": False, "retry": True, "rc": 0, "peak": 990 * mib},
+        {"file": "b.cpp", "oom": True, "retry": True, "rc": 1, "peak": 720 * mib},
+    ]
+    assert oom_kills(jobs) == [
+        "unity_0_cxx.cxx was killed out of memory at 1055 MiB (112 MiB reserved, estimate "
+        "from learned:prior:torch/torch.h); retried alone with the low-memory flags: "
+        "succeeded (peak 990 MiB)",
+        "b.cpp was killed out of memory at 700 MiB (800 MiB reserved, estimate from "
+        "history); killed again when retried alone with the low-memory flags"]
+    assert oom_kills(jobs[:1]) == []
