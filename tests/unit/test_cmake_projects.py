@@ -145,3 +145,43 @@ def test_oom_kills_name_the_file_the_reservation_and_the_retry() -> None:
         "b.cpp was killed out of memory at 700 MiB (800 MiB reserved, estimate from "
         "history); killed again when retried alone with the low-memory flags"]
     assert oom_kills(jobs[:1]) == []
+
+
+# ---------------------------------------------------------------------- learning bound
+
+
+def test_a_tiny_first_sibling_does_not_lower_a_prior_but_a_heavier_one_raises_it() -> None:
+    from builder.memory.estimate import estimate
+    from builder.memory.jobs import Learned, relearn
+
+    mib = 2**20
+    torch = estimate("unity_1_cxx.cxx", ("torch/torch.h",))
+    assert torch.source == "prior:torch/torch.h" and torch.floor > 0
+    light = {torch.group: Learned().add(91 * mib, 2.0, ())}  # the reported cold build
+    assert relearn(torch, light, {}) is None  # keeps the prior, margin and all
+    # ... also when a running sibling holds little so far
+    assert relearn(torch, light, {torch.group: 200 * mib}) is None
+    heavy = relearn(torch, {torch.group: Learned().add(1700 * 10**6, 20.0, ())}, {})
+    assert heavy is not None and heavy.peak == 1700 * 10**6 > torch.peak
+    # within what TUs including the header really need (torch/torch.h: 1.0-1.6 GB)
+    plausible = relearn(torch, {torch.group: Learned().add(10**9, 15.0, ())}, {})
+    assert plausible is not None and plausible.peak == 10**9
+    # no umbrella header: the default prior is never lowered, only raised
+    plain = estimate("src/a.cpp", ())
+    assert plain.source == "default"
+    assert relearn(plain, {plain.group: Learned().add(5 * mib, 0.3, ())}, {}) is None
+    raised = relearn(plain, {plain.group: Learned().add(900 * mib, 9.0, ())}, {})
+    assert raised is not None and raised.peak == 900 * mib
+
+
+def test_a_recipe_glob_learns_from_its_own_jobs_but_not_from_a_light_header_family() -> None:
+    from builder.memory.estimate import estimate
+    from builder.memory.jobs import Learned, relearn
+
+    mib = 2**20
+    est = estimate("b/x.cpp", ("torch/torch.h",), recipe_globs=(("b/*.cpp", 400 * mib),))
+    assert est.source == "recipe" and est.family == "prior:torch/torch.h:host:1"
+    family = {est.family: Learned().add(50 * mib, 1.0, ())}
+    assert relearn(est, family, {}) is None
+    own = relearn(est, {est.group: Learned().add(50 * mib, 1.0, ())}, {})
+    assert own is not None and own.peak == 50 * mib  # the recipe author's glob: alike
