@@ -262,7 +262,7 @@ class Executor:
             budget=cfg.budget, slots=cfg.slots, source_root=cfg.source_root,
             build_dir=cfg.build_dir, history_path=cfg.history_path,
             recipe_default=cfg.recipe_default, recipe_globs=cfg.recipe_globs,
-            lowmem_flags=cfg.lowmem_flags))
+            lowmem_flags=cfg.lowmem_flags, scope=cfg.scope))
         broker.start()
         self.broker = broker
         cache_before = compiler_cache_stats(dict(step.env))

@@ -256,7 +256,7 @@ def _build_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
                     budget=ctx.budget, slots=ctx.jobs, source_root=vals["source"],
                     build_dir=vals["build"], recipe_default=r.memory.default,
                     recipe_globs=r.memory.per_file, lowmem_flags=r.memory.low_memory_flags,
-                    history_path=str(ctx.ws.memory_history))))
+                    history_path=str(ctx.ws.memory_history), scope=r.name)))
 
 
 def conan_options(v: Variant) -> list[tuple[str, str]]:
@@ -317,7 +317,10 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
     jobs = []
     heavy = []
     for rel, includes in ctx.units.get(root, ()):
-        hist = ctx.measured.get(str(Path(root) / rel))
+        # by recipe and path below the source root (memory.compileid); older histories
+        # named files by their absolute path
+        hist = ctx.measured.get(f"{ctx.recipe.name}:{rel}") or \
+            ctx.measured.get(str(Path(root) / rel))
         est = estimate(rel, includes, recipe_default=ctx.recipe.memory.default,
                        recipe_globs=ctx.recipe.memory.per_file,
                        history_file={"peak": hist[0], "seconds": hist[1], "cpu": hist[1],

@@ -86,3 +86,27 @@ def test_an_oom_kill_and_its_retry_are_in_the_summary(modern: Path, cli, tmp_pat
     assert "retried alone with the low-memory flags: succeeded" in line
     record = json.loads((modern / ".builder" / "last-build.json").read_text())
     assert record["summary"]["oom"] == [line.removeprefix("out of memory: ")]
+
+
+def _job_sources(project: Path) -> list[str]:
+    reports = sorted((project / ".builder" / "reports").glob("*build.jobs.json"),
+                     key=lambda p: p.stat().st_mtime)
+    return [str(j["source"]) for j in json.loads(reports[-1].read_text())["jobs"]]
+
+
+def test_measured_history_survives_a_move_and_a_recipe_edit(modern: Path, cli,  # type: ignore[no-untyped-def]
+                                                            tmp_path: Path) -> None:
+    """Every unity TU's estimate comes from its measurement after the project moved and its
+    recipe changed (which builds in another folder): history is keyed by what determines
+    a compile, not by absolute paths."""
+    need("conan", "cmake", "ninja", "g++")
+    assert cli("build", "modern", cwd=modern).code == 0
+    assert not any(s.startswith("history") for s in _job_sources(modern))
+    moved = tmp_path / "elsewhere" / "modern2"
+    shutil.move(str(modern), str(moved))
+    recipe = moved / "recipes" / "modern.yaml"
+    recipe.write_text(recipe.read_text().replace('description: C++20', 'description: C++ 20'))
+    recipe.write_text(recipe.read_text().replace("    run: [", "    timeout: 600\n    run: [", 1))
+    r = cli("build", "modern", cwd=moved)
+    assert r.code == 0, r.out + r.err
+    assert _job_sources(moved) == ["history"] * 3
