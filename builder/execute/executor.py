@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import DownloadFailed, FetchError, Interrupted, StepFailed
+from builder.execute.parallel import PARALLEL_KINDS, parallel_batch, run_batch, runs
 from builder.memory import launcher
-from builder.plan.model import CACHED, SKIP, TO_RUN, BuildPlan, Step
+from builder.plan.model import TO_RUN, BuildPlan, Step
 from builder.plan.payloads import (
     CleanStage,
     CompileJobs,
@@ -105,12 +106,12 @@ class Executor:
         while i < len(steps):
             batch = parallel_batch(steps, i, self.plan.jobs)
             if len(batch) > 1:
-                self._run_batch(batch, i, summary, bad)
+                run_batch(self, batch, i, summary, bad)
                 i += len(batch)
                 continue
             i += 1
             step = steps[i - 1]
-            if not self._runs(step, i, summary, bad):
+            if not runs(self, step, i, summary, bad):
                 continue
             self._emit("start", step, index=i)
             t0 = time.monotonic()
@@ -126,78 +127,6 @@ class Executor:
         summary.seconds = time.monotonic() - start
         summary.oom = list(self.oom)
         return summary
-
-    def _runs(self, step: Step, i: int, summary: Summary, bad: set[str]) -> bool:
-        """Whether ``step`` is to run now; if not, records and announces why."""
-        if step.status == SKIP:
-            summary.skipped.append(step.id)
-            bad.add(step.id)
-            self._emit("skip", step, message=step.reason, index=i)
-            return False
-        if step.status == CACHED:
-            summary.cached.append(step.id)
-            self._emit("cached", step, index=i)
-            return False
-        broken = [d for d in step.deps if d in bad]
-        if broken:
-            summary.aborted.append(step.id)
-            bad.add(step.id)
-            self._emit("aborted", step, message=f"needs {broken[0]}", index=i)
-            return False
-        if summary.failed and not self.keep_going:
-            summary.aborted.append(step.id)
-            bad.add(step.id)
-            return False
-        return True
-
-    def _run_batch(self, batch: list[Step], first: int, summary: Summary,
-                   bad: set[str]) -> None:
-        """Independent steps (:func:`parallel_batch`) on up to ``plan.jobs`` threads, with
-        the same events and summary as one at a time: each ``start`` when it starts, its
-        ``done``/``failed`` when it ends; after a failure (without ``keep_going``) the
-        steps not started yet are not run.  An interruption stops every running command
-        and raises :class:`Interrupted` once all have returned."""
-        from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-
-        queue = [(first + n, s) for n, s in enumerate(batch, 1)]  # events count from 1
-        running: dict[Future[None], tuple[int, Step, float]] = {}
-        with ThreadPoolExecutor(max_workers=max(1, self.plan.jobs)) as pool:
-            try:
-                while queue or running:
-                    while queue and len(running) < self.plan.jobs:
-                        i, step = queue.pop(0)
-                        if self._runs(step, i, summary, bad):
-                            self._emit("start", step, index=i)
-                            running[pool.submit(self._run_step, step)] = \
-                                (i, step, time.monotonic())
-                    if not running:
-                        continue
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        i, step, t0 = running.pop(fut)
-                        exc = fut.exception()
-                        if isinstance(exc, StepFailed):
-                            summary.failed.append(exc)
-                            bad.add(step.id)
-                            self._emit("failed", step, time.monotonic() - t0, str(exc),
-                                       index=i)
-                        elif exc is not None:
-                            queue.clear()
-                            raise exc
-                        else:
-                            summary.done.append(step.id)
-                            self._emit("done", step, time.monotonic() - t0, index=i)
-            except BaseException as exc:
-                queue.clear()
-                stop = getattr(self.runner, "stop_all", None)
-                if callable(stop):
-                    stop()
-                wait(running)
-                if not isinstance(exc, (KeyboardInterrupt, Interrupted)):
-                    raise
-                names = ", ".join(s.id for _, s, _ in running.values())
-                raise Interrupted(f"interrupted during {names or 'the build'}; the next "
-                                  f"build resumes from the steps that completed") from None
 
     # -- one step -------------------------------------------------------------------
 
@@ -511,25 +440,6 @@ def _stats_delta(before: dict[str, int] | None, after: dict[str, int] | None
     hits = d.get("direct_cache_hit", 0) + d.get("preprocessed_cache_hit", 0)
     return {"hits": hits, "misses": d.get("cache_miss", 0),
             "remote_hits": d.get("remote_storage_hit", 0)}
-
-
-#: step kinds whose steps of one variant are independent of each other (each writes its
-#: own cache entry) and may run side by side
-PARALLEL_KINDS = frozenset({"kernel"})
-
-
-def parallel_batch(steps: tuple[Step, ...], i: int, jobs: int) -> list[Step]:
-    """The steps from ``steps[i]`` on that may run side by side: consecutive steps of a
-    parallel kind (:data:`PARALLEL_KINDS`) none of which depends on another of them.  A
-    single step (or none to run in parallel, or ``jobs`` 1) gives a batch of one."""
-    out: list[Step] = []
-    ids: set[str] = set()
-    for step in steps[i:]:
-        if step.kind not in PARALLEL_KINDS or any(d in ids for d in step.deps):
-            break
-        out.append(step)
-        ids.add(step.id)
-    return out if jobs > 1 and len(out) > 1 else list(steps[i:i + 1])
 
 
 def needs_work(plan: BuildPlan) -> bool:

@@ -41,9 +41,9 @@ class SlowRunner:
             joined = " ".join(argv)
             if self.interrupt and self.interrupt in joined:
                 return Result(130, interrupted=True)
-            self.stopped.wait(self.delay)
-            if self.fail and self.fail in joined:
+            if self.fail and self.fail in joined:  # at once: before its neighbour ends
                 return Result(2, ["error: broken kernel"])
+            self.stopped.wait(self.delay)
             if "-o" in argv:
                 out = Path(argv[list(argv).index("-o") + 1])
                 out.parent.mkdir(parents=True, exist_ok=True)
