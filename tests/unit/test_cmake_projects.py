@@ -243,3 +243,47 @@ def test_the_plan_finds_the_history_of_a_moved_project(modern: Path, tmp_path: P
     heavy = {h.file: h for h in payload.prediction.heaviest}
     assert heavy["tests/main.cpp"].source == "history-file"
     assert heavy["tests/main.cpp"].peak == 700 * 2**20
+
+
+# ---------------------------------------------------------------------- compile-job estimate
+
+
+def _jobs(plan: BuildPlan) -> int:
+    from builder.plan.payloads import CompileJobs
+
+    payload = plan.step(f"{plan.variants[0].id}/build").payload
+    assert isinstance(payload, CompileJobs)
+    return payload.prediction.jobs
+
+
+def test_the_compile_job_estimate_counts_what_the_project_compiles(modern: Path) -> None:
+    plan = plan_of(modern, ["modern"])
+    # src/where.cpp, name.cpp, count.cpp and tests/main.cpp — not third_party/unused/*.cpp
+    assert _jobs(plan) == 4
+    assert not any("compile-job estimate" in n for n in plan.notes)
+
+
+def test_sources_named_through_variables_make_the_plan_say_it_cannot_know(
+        modern: Path) -> None:
+    cm = modern / "sources" / "modern" / "CMakeLists.txt"
+    cm.write_text(cm.read_text().replace("src/where.cpp", "${WHERE_SOURCE}"))
+    cm.write_text(cm.read_text().replace("project(modern LANGUAGES CXX)",
+                                         "project(modern LANGUAGES CXX)\n"
+                                         "set(WHERE_SOURCE src/${WHERE}.cpp)"))
+    plan = plan_of(modern, ["modern"])
+    assert _jobs(plan) == 6
+    [note] = [n for n in plan.notes if "compile-job estimate" in n]
+    assert "cannot be known" in note and "(6)" in note
+
+
+def test_glob_patterns_in_the_project_count(tmp_path: Path) -> None:
+    from builder.source.cmakelists import listed_sources
+
+    (tmp_path / "CMakeLists.txt").write_text(
+        'file(GLOB SRC CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/src/*.cpp")\n'
+        "add_subdirectory(tools)  # tools/x.cpp is named there\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "CMakeLists.txt").write_text("add_executable(x x.cpp)\n")
+    got = listed_sources(tmp_path, ["src/a.cpp", "src/b.cpp", "tools/x.cpp", "vendor/y.cpp"])
+    assert got == {"src/a.cpp", "src/b.cpp", "tools/x.cpp"}
+    assert listed_sources(tmp_path / "tools" / "none", ["a.cpp"]) is None
