@@ -82,11 +82,15 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         remote = sum(c.get("remote_hits", 0) for c in ex.cache_stats)
         print(f"compiler cache: {hits} hit(s), {misses} miss(es)" +
               (f", {remote} from the remote" if remote else ""))
+    for line in summary.oom:  # recovered or not: its estimate was wrong, and it cost time
+        print(f"out of memory: {line}")
     _print_wheels(plan)
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "
-          f"{len(summary.aborted)} not run — {summary.seconds:.1f}s")
+          f"{len(summary.aborted)} not run" +
+          (f", {len(summary.oom)} compile(s) killed out of memory" if summary.oom else "") +
+          f" — {summary.seconds:.1f}s")
     if not summary.ok:
         return 1
     return 0
@@ -231,11 +235,14 @@ def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
             print(f"no remote configured in {display_path(ws.conan_home)} (builds are "
                   f"offline); add one with `builder remote add NAME URL`")
         return 0
+    from builder.host.probe import find_executable
+
+    conan = find_executable("conan") or "conan"
     if args.remote_command == "add":
-        argv = ["conan", "remote", "add", args.name, args.url, "--force",
+        argv = [conan, "remote", "add", args.name, args.url, "--force",
                 *(["--insecure"] if args.insecure else [])]
     else:
-        argv = ["conan", "remote", "remove", args.name]
+        argv = [conan, "remote", "remove", args.name]
     rc, out = capture(argv, env=env)
     if rc != 0:
         raise UsageError(f"conan remote {args.remote_command} failed: "

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import DownloadFailed, FetchError, Interrupted, StepFailed
+from builder.execute.parallel import PARALLEL_KINDS, parallel_batch, run_batch, runs
 from builder.memory import launcher
-from builder.plan.model import CACHED, SKIP, TO_RUN, BuildPlan, Step
+from builder.plan.model import TO_RUN, BuildPlan, Step
 from builder.plan.payloads import (
     CleanStage,
     CompileJobs,
@@ -40,7 +41,8 @@ from builder.util.files import atomic_write, file_list, file_sha256, replace_dir
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
-__all__ = ["OOM_MARKERS", "Event", "Executor", "Summary", "compiler_cache_stats", "needs_work"]
+__all__ = ["OOM_MARKERS", "PARALLEL_KINDS", "Event", "Executor", "Summary", "compiler_cache_stats",
+           "needs_work", "parallel_batch"]
 
 #: what a compiler killed for memory prints (the launcher's list, as text)
 OOM_MARKERS = tuple(m.decode() for m in launcher.OOM_MARKERS)
@@ -64,6 +66,8 @@ class Summary:
     failed: list[StepFailed] = field(default_factory=list)
     aborted: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: compiles killed out of memory, and how their retries ended (memory.jobs.oom_kills)
+    oom: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +91,7 @@ class Executor:
         self.keep_going = keep_going
         self.broker: Any = None  # the running build step's memory broker, for progress
         self.cache_stats: list[dict[str, int]] = []  # compiler cache hits/misses per build
+        self.oom: list[str] = []  # compiles killed out of memory (memory.jobs.oom_kills)
 
     def _emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",
               index: int = 0) -> None:
@@ -96,25 +101,17 @@ class Executor:
         summary = Summary()
         start = time.monotonic()
         bad: set[str] = set()  # failed or aborted steps
-        for i, step in enumerate(self.plan.steps, 1):
-            if step.status == SKIP:
-                summary.skipped.append(step.id)
-                bad.add(step.id)
-                self._emit("skip", step, message=step.reason, index=i)
+        steps = self.plan.steps
+        i = 0
+        while i < len(steps):
+            batch = parallel_batch(steps, i, self.plan.jobs)
+            if len(batch) > 1:
+                run_batch(self, batch, i, summary, bad)
+                i += len(batch)
                 continue
-            if step.status == CACHED:
-                summary.cached.append(step.id)
-                self._emit("cached", step, index=i)
-                continue
-            broken = [d for d in step.deps if d in bad]
-            if broken:
-                summary.aborted.append(step.id)
-                bad.add(step.id)
-                self._emit("aborted", step, message=f"needs {broken[0]}", index=i)
-                continue
-            if summary.failed and not self.keep_going:
-                summary.aborted.append(step.id)
-                bad.add(step.id)
+            i += 1
+            step = steps[i - 1]
+            if not runs(self, step, i, summary, bad):
                 continue
             self._emit("start", step, index=i)
             t0 = time.monotonic()
@@ -128,6 +125,7 @@ class Executor:
             summary.done.append(step.id)
             self._emit("done", step, time.monotonic() - t0, index=i)
         summary.seconds = time.monotonic() - start
+        summary.oom = list(self.oom)
         return summary
 
     # -- one step -------------------------------------------------------------------
@@ -180,6 +178,7 @@ class Executor:
     def _do_build(self, step: Step) -> None:
         """A CMake build with its memory broker running for the compile launchers."""
         from builder.memory.broker import Broker, BrokerConfig
+        from builder.memory.jobs import oom_kills
 
         if not isinstance(step.payload, CompileJobs):
             self._commands(step)
@@ -192,7 +191,7 @@ class Executor:
             budget=cfg.budget, slots=cfg.slots, source_root=cfg.source_root,
             build_dir=cfg.build_dir, history_path=cfg.history_path,
             recipe_default=cfg.recipe_default, recipe_globs=cfg.recipe_globs,
-            lowmem_flags=cfg.lowmem_flags))
+            lowmem_flags=cfg.lowmem_flags, scope=cfg.scope))
         broker.start()
         self.broker = broker
         cache_before = compiler_cache_stats(dict(step.env))
@@ -205,11 +204,13 @@ class Executor:
             cache = _stats_delta(cache_before, compiler_cache_stats(dict(step.env)))
             if cache:
                 self.cache_stats.append(cache)
+            jobs = broker.report()
+            self.oom += [f"{step.id}: {line}" for line in oom_kills(jobs)]
             atomic_write(report, json.dumps({"step": step.id, "budget": cfg.budget,
                                               "wall0": broker.wall0, "compiler_cache": cache,
                                               "slots": cfg.slots,
                                               "prediction": dataclasses.asdict(prediction),
-                                              "jobs": broker.report()}, indent=1))
+                                              "jobs": jobs}, indent=1))
 
     def _do_wheel(self, step: Step) -> None:
         """Write the wheel, repair it with auditwheel when planned, keep the result
@@ -424,9 +425,11 @@ def compiler_cache_stats(env: dict[str, str]) -> dict[str, int] | None:
     """ccache's counters for the cache a build step uses (None without ccache)."""
     if "CCACHE_DIR" not in env:
         return None
+    from builder.host.probe import find_executable
     from builder.util.runner import capture
 
-    rc, out = capture(["ccache", "--print-stats"], env={**os.environ, **env})
+    rc, out = capture([find_executable("ccache") or "ccache", "--print-stats"],
+                      env={**os.environ, **env})
     if rc != 0:
         return None
     stats: dict[str, int] = {}

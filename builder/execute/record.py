@@ -87,7 +87,8 @@ class BuildRecorder:
                   "summary": {"done": len(summary.done), "cached": len(summary.cached),
                               "skipped": len(summary.skipped), "failed": len(summary.failed),
                               "aborted": len(summary.aborted),
-                              "failures": [f.step_id for f in summary.failed]},
+                              "failures": [f.step_id for f in summary.failed],
+                              "oom": list(summary.oom)},
                   "steps": steps, "compile_jobs": jobs}
         path = self.ws.last_build
         _write(path, record)

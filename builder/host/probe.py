@@ -30,7 +30,7 @@ from builder.host.facts import (
 )
 from builder.util.runner import capture
 
-__all__ = ["first_version", "probe", "probe_memory"]
+__all__ = ["find_executable", "first_version", "probe", "probe_memory", "tool_search_path"]
 
 
 class _ProbeCache:
@@ -98,15 +98,28 @@ _TOOL_PROBES: dict[str, tuple[list[str], tuple[str, ...]]] = {
 }
 
 
+def tool_search_path() -> str:
+    """Where tools are looked for: the folder of builder's own interpreter first, then
+    PATH.  A virtual environment's ``bin`` holds the conan, cmake and ninja installed
+    with builder, and ``venv/bin/builder`` is often run without that folder on PATH."""
+    own = os.path.dirname(sys.executable) if sys.executable else ""
+    return os.pathsep.join(d for d in (own, os.environ.get("PATH", os.defpath)) if d)
+
+
+def find_executable(name: str) -> str | None:
+    """``name`` next to builder's interpreter, else on PATH (an absolute path as is)."""
+    return shutil.which(name, path=tool_search_path())
+
+
 def _find_exe(tool: str, names: tuple[str, ...]) -> str | None:
     env_override = {"cc": "CC", "cxx": "CXX"}.get(tool) or next(
         (be.tool_env for be in registry.backends() if be.tool == tool), None)
     if env_override and os.environ.get(env_override):
-        found = shutil.which(os.environ[env_override])
+        found = find_executable(os.environ[env_override])
         if found:
             return found
     for n in names:
-        found = shutil.which(n)
+        found = find_executable(n)
         if found:
             return found
     return None

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from builder.memory.compileid import compile_id, compile_key
 from builder.memory.estimate import Estimate, estimate, ramp_model, scan_includes
 from builder.memory.history import History, flags_hash, job_key
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
@@ -51,6 +52,9 @@ class BrokerConfig:
     recipe_default: int = 0
     recipe_globs: tuple[tuple[str, int], ...] = ()
     lowmem_flags: tuple[str, ...] = ()
+    #: the recipe: with it, jobs are named in the history by what determines their
+    #: compile (memory.compileid), not by absolute paths; "": by absolute path
+    scope: str = ""
     include_roots: tuple[str, ...] = field(default_factory=tuple)
     model: Model | None = None  # None: ``ramp`` of memory_priors.json
     time_model: bool = True  # False: reserve every job's peak for its whole life
@@ -148,8 +152,12 @@ class Broker:
         except ValueError:
             rel = file
         includes = scan_includes(Path(file), (root, *map(Path, self.cfg.include_roots)))
-        fh = flags_hash(argv, self.cfg.build_dir)
-        key = job_key(file, fh, argv[0] if argv else "")
+        if self.cfg.scope:
+            file = compile_id(file, str(root), self.cfg.build_dir, self.cfg.scope)
+            key = compile_key(file, argv, str(msg.get("file", "")), str(root),
+                              self.cfg.build_dir)
+        else:
+            key = job_key(file, flags_hash(argv, self.cfg.build_dir), argv[0] if argv else "")
         threads = 1
         for i, a in enumerate(argv):
             if a in ("--threads", "-t") and i + 1 < len(argv) and argv[i + 1].isdigit():

@@ -60,6 +60,9 @@ class Estimate:
     #: CPU seconds that predict its end, when longer than ``cpu`` (which predicts how
     #: fast its memory may rise); 0: ``cpu``
     span: float = 0.0
+    #: the prior of its umbrella header (or the default prior): what a sibling measured
+    #: lighter does not lower it below (``jobs.relearn``); 0: none
+    floor: int = 0
 
 
 @cache
@@ -133,6 +136,14 @@ def prior(includes: tuple[str, ...], cuda: bool, nvcc_threads: int = 1) -> Estim
                     int(peak * margin))
 
 
+def _floor(base: Estimate) -> int:
+    """The least a sibling's measurement may lower a job estimated from ``base`` (a prior)
+    to: ``plausible`` in ``memory_priors.json``."""
+    table = _priors().get("plausible", {})
+    ratio = float(table.get("header" if base.source.startswith("prior:") else "default", 1.0))
+    return int(base.peak * ratio)
+
+
 def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 0,
              recipe_globs: tuple[tuple[str, int], ...] = (),
              history: dict[str, Any] | None = None,
@@ -162,12 +173,13 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
     for glob, size in recipe_globs:
         if fnmatch.fnmatch(rel_file, glob):
             return Estimate(size, base.seconds, "recipe", int(size * float(margins["recipe"])),
-                            group=f"recipe:{glob}:{kind}", family=family)
+                            group=f"recipe:{glob}:{kind}", family=family, floor=_floor(base))
     if recipe_default and base.source == "default":
         return Estimate(recipe_default, base.seconds, "recipe",
                         int(recipe_default * float(margins["recipe"])),
-                        group=f"recipe-default:{kind}")
-    return replace(base, group=f"{base.source}:{kind}:{nvcc_threads}", family=family)
+                        group=f"recipe-default:{kind}", floor=_floor(base))
+    return replace(base, group=f"{base.source}:{kind}:{nvcc_threads}", family=family,
+                   floor=_floor(base))
 
 
 def learned(est: Estimate, peak: int, cpu: float, curve: tuple[float, ...] = (),
@@ -184,4 +196,4 @@ def learned(est: Estimate, peak: int, cpu: float, curve: tuple[float, ...] = (),
     ok = timed > 0.5
     return Estimate(peak, est.seconds, f"learned:{via or est.group}", int(peak * margin),
                     timed if ok else 0.0, est.group, curve if ok else (), est.family,
-                    max(slowest, timed) if ok else 0.0)
+                    max(slowest, timed) if ok else 0.0, est.floor)

@@ -8,13 +8,14 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from builder.memory.estimate import Estimate, learned
 from builder.memory.policy import Running, upper
 
-__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "relearn"]
+__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "oom_kills", "plausible", "relearn"]
 
 #: memory of one launcher process (Python, ~8 MB anonymous), counted for every launcher
 #: connected — waiting or running — since the jobs' estimates do not include it
@@ -81,15 +82,33 @@ def relearn(est: Estimate, known: Mapping[str, Learned], holding: Mapping[str, i
             ) -> Estimate | None:
     """``est`` re-estimated from what its group — or, until one of its group was measured,
     its umbrella header's family — measured so far in this build (``known``); None when
-    neither has.  The peak is at least what the group's running jobs hold now
-    (``holding``): a first sibling to finish may be the lightest."""
+    neither has, or when what they measured is not plausible for it (:func:`plausible`).
+    The peak is at least what the group's running jobs hold now (``holding``): a first
+    sibling to finish may be the lightest."""
     via = est.group if est.group in known else est.family
     got = known.get(via) if via else None
     if got is None:
         return None
     held = holding.get(via, 0)
-    return learned(est, max(got.peak, held), got.cpu, got.curve,
-                   got.agreed and held <= got.peak, got.slowest, via)
+    peak = max(got.peak, held)
+    if not plausible(est, via, peak):
+        return None
+    return learned(est, peak, got.cpu, got.curve, got.agreed and held <= got.peak,
+                   got.slowest, via)
+
+
+def plausible(est: Estimate, via: str, peak: int) -> bool:
+    """Whether a sibling's measured ``peak`` may replace ``est``.  Siblings known only by
+    their umbrella header (a prior, or the default prior) — or learning through that
+    header's family — are alike only in what they include: a first TU measured far
+    lighter than the header's prior says nothing of the others (a cold build learned 91
+    MiB from a light unity batch and reserved that for siblings that peaked at 1055 MiB).
+    Learning may raise such an estimate, and lower it only within the range the header's
+    TUs really span (``est.floor``: 0.6 × a header's prior; a job known by no header is
+    never lowered below the default prior).  The jobs of one recipe glob are alike by the
+    recipe author's word: what they measure may lower it."""
+    own_recipe_glob = est.source == "recipe" and via == est.group
+    return own_recipe_glob or peak >= est.floor
 
 
 @dataclass
@@ -136,3 +155,30 @@ class Live:
                     self.conn.sendall((json.dumps({"op": op}) + "\n").encode())
 
 
+
+
+def oom_kills(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per compile killed for memory in a build (``Broker.report()`` records):
+    the file, its peak when killed against what was reserved for it and why, and how its
+    retry — alone, with the low-memory flags — ended.  A build that recovered still says
+    so: its estimates were wrong and it ran slower for it."""
+    out = []
+    for i, job in enumerate(jobs):
+        if not job.get("oom") or job.get("retry"):
+            continue
+        file = str(job.get("file", "?"))
+        retry = next((j for j in jobs[i + 1:] if j.get("retry") and j.get("file") == file),
+                     None)
+        if retry is None:
+            after = "not retried"
+        elif retry.get("oom"):
+            after = "killed again when retried alone with the low-memory flags"
+        elif retry.get("rc") == 0:
+            after = (f"retried alone with the low-memory flags: succeeded (peak "
+                     f"{int(retry.get('peak', 0)) >> 20} MiB)")
+        else:
+            after = f"retried alone with the low-memory flags: exit code {retry.get('rc')}"
+        out.append(f"{file} was killed out of memory at {int(job.get('peak', 0)) >> 20} MiB "
+                   f"({int(job.get('reserve', 0)) >> 20} MiB reserved, estimate from "
+                   f"{job.get('source', '?')}); {after}")
+    return out

@@ -74,6 +74,8 @@ class MemoryConfig:
     recipe_globs: tuple[tuple[str, int], ...]
     lowmem_flags: tuple[str, ...]
     history_path: str
+    #: names the recipe's compile jobs in the history (memory.compileid); "": by path
+    scope: str = ""
 
 
 @dataclass(frozen=True)

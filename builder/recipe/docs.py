@@ -23,7 +23,8 @@ def _resolve(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
 
 def _type(node: dict[str, Any]) -> str:
     if "enum" in node:
-        return " \\| ".join(f"`{v}`" for v in node["enum"])
+        # (a value allowed both as a number and as a string is listed once)
+        return " \\| ".join(f"`{v}`" for v in dict.fromkeys(map(str, node["enum"])))
     if "oneOf" in node:
         return "mapping or list"
     t = node.get("type", "")

@@ -256,6 +256,9 @@ class Recipe:
     #: informational (wheel metadata); kept out of the repr, so out of the variant key
     license: str = field(default="", repr=False, compare=False)
     homepage: str = field(default="", repr=False, compare=False)
+    #: the C++ standard asked of the compiler ("20", "gnu17"); "": the project chooses.
+    #: Out of the repr (recipes without it keep their keys); resolve.model_digest adds it
+    cxx_standard: str = field(default="", repr=False)
     options: tuple[Option, ...] = ()
     backends: tuple[BackendSpec, ...] = ()
     flags: FlagLayers = FlagLayers()

@@ -232,6 +232,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         enabled_by=build.get("enabled_by", ""),
         targets=tuple(build.get("targets", ())),
         compiler_cache=build.get("compiler_cache", ""),
+        cxx_standard=str(build.get("cxx_standard", "")),
         license=data["package"].get("license", ""), homepage=data["package"].get("homepage", ""),
         options=tuple(_option(k, v) for k, v in (data.get("options") or {}).items()),
         backends=tuple(m.BackendSpec(

@@ -101,7 +101,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              commands=((cmake, "-S", vals["source"], "-B", vals["build"], "-G", "Ninja",
                         f"-DCMAKE_TOOLCHAIN_FILE={bdir / 'gen' / 'conan_toolchain.cmake'}",
                         f"-DCMAKE_BUILD_TYPE={CMAKE_BUILD_TYPE[v.build_type]}",
-                        f"-DCMAKE_INSTALL_PREFIX={stage}",
+                        f"-DCMAKE_INSTALL_PREFIX={stage}", *_make_program(ctx),
                         *(f"-D{k}={val}" for k, val in defines.items())),),
              cwd=str(bdir), deps=(f"{sid}/conan-install",), timeout=1800, **common),
         _build_step(ctx, cmake, vals, cache_env, str(bdir), common),
@@ -123,6 +123,13 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
     return [with_hash(s, v.key) for s in steps]
+
+
+def _make_program(ctx: VariantContext) -> tuple[str, ...]:
+    """The ninja builder found (next to its interpreter first, like every tool): CMake
+    would look on PATH only, where a virtual environment's ninja may not be."""
+    ninja = ctx.host.tool("ninja")
+    return (f"-DCMAKE_MAKE_PROGRAM={ninja.path}",) if ninja else ()
 
 
 def cmake_defines(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[str, str],
@@ -218,6 +225,7 @@ def _conan_files(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[st
         profile: render.profile(
             host=host, build_type=v.build_type, jobs=ctx.jobs, cflags=sub(flags.c),
             cxxflags=sub(flags.cxx), ldflags=sub(flags.ld), compilers=compilers,
+            cppstd=r.cxx_standard,
             platform_requires=[platform_ref(c, host, multiarch) for c in system_refs],
             platform_tool_requires=[platform_ref(c, host) for c in system_refs
                                     if system_table().get(c.name, {}).get("tool")],
@@ -251,7 +259,7 @@ def _build_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
                     budget=ctx.budget, slots=ctx.jobs, source_root=vals["source"],
                     build_dir=vals["build"], recipe_default=r.memory.default,
                     recipe_globs=r.memory.per_file, lowmem_flags=r.memory.low_memory_flags,
-                    history_path=str(ctx.ws.memory_history))))
+                    history_path=str(ctx.ws.memory_history), scope=r.name)))
 
 
 def conan_options(v: Variant) -> list[tuple[str, str]]:
@@ -312,7 +320,10 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
     jobs = []
     heavy = []
     for rel, includes in ctx.units.get(root, ()):
-        hist = ctx.measured.get(str(Path(root) / rel))
+        # by recipe and path below the source root (memory.compileid); older histories
+        # named files by their absolute path
+        hist = ctx.measured.get(f"{ctx.recipe.name}:{rel}") or \
+            ctx.measured.get(str(Path(root) / rel))
         est = estimate(rel, includes, recipe_default=ctx.recipe.memory.default,
                        recipe_globs=ctx.recipe.memory.per_file,
                        history_file={"peak": hist[0], "seconds": hist[1], "cpu": hist[1],

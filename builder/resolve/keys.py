@@ -42,7 +42,9 @@ def model_digest(recipe: Recipe) -> str:
     # named backends' kind and target are kept out of the repr (so that recipes without
     # them keep their keys) and added here
     named = [(b.name, b.kind, b.target) for b in recipe.backends if b.kind or b.target]
-    return hashlib.sha256((repr(core) + (repr(named) if named else "")).encode()).hexdigest()
+    extra = (repr(named) if named else "") + \
+        (f"cxx_standard={recipe.cxx_standard}" if recipe.cxx_standard else "")
+    return hashlib.sha256((repr(core) + extra).encode()).hexdigest()
 
 
 def source_digest(recipe: Recipe, state: State) -> list[str]:

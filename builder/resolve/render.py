@@ -71,9 +71,12 @@ def compiler_settings(host: HostFacts, cxx_tool: str = "cxx",
 def profile(*, host: HostFacts, build_type: str, jobs: int, cflags: Sequence[str],
             cxxflags: Sequence[str], ldflags: Sequence[str], compilers: Mapping[str, str],
             platform_requires: Sequence[str] = (), platform_tool_requires: Sequence[str] = (),
-            cppstd: str = "17", target: CrossTarget | None = None) -> str:
+            cppstd: str = "", target: CrossTarget | None = None) -> str:
     """A Conan profile for this host, or with ``target`` the host profile of a cross build
-    (``-pr:h``; the build profile is this function without ``target``)."""
+    (``-pr:h``; the build profile is this function without ``target``).  ``cppstd`` is
+    the recipe's C++ standard; without one the profile sets none, since Conan's toolchain
+    turns ``compiler.cppstd`` into CMAKE_CXX_STANDARD, whose ``-std=`` comes after — and
+    overrides — a project's own ``-std=`` in CMAKE_CXX_FLAGS."""
     compiler, version, libcxx = compiler_settings(
         host, target.cxx_tool if target else "cxx", target.os if target else "")
     pr = ""
@@ -86,7 +89,9 @@ def profile(*, host: HostFacts, build_type: str, jobs: int, cflags: Sequence[str
         os=target.conan_os if target else CONAN_OS.get(host.os, host.os.capitalize()),
         arch=target.arch if target else CONAN_ARCH.get(host.arch, host.arch), compiler=compiler,
         compiler_version=version,
-        libcxx=libcxx, cppstd=cppstd, build_type=CMAKE_BUILD_TYPE[build_type],
+        libcxx=libcxx, build_type=CMAKE_BUILD_TYPE[build_type],
+        cppstd=f"compiler.cppstd={cppstd}" if cppstd else
+        "# compiler.cppstd: not set, the project chooses (recipe: build.cxx_standard)",
         platform_requires=pr, jobs=str(jobs), cflags=json.dumps(list(cflags)),
         cxxflags=json.dumps(list(cxxflags)), ldflags=json.dumps(list(ldflags)),
         compilers=json.dumps(dict(compilers), sort_keys=True))

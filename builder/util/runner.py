@@ -150,6 +150,17 @@ class SubprocessRunner:
     def __init__(self, owner: str = "") -> None:
         self._current: subprocess.Popen[bytes] | None = None
         self.owner = owner
+        #: every child running now (the executor runs independent steps side by side)
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+
+    def stop_all(self) -> None:
+        """Stop every command running now, each with its process group (an interrupted
+        build whose steps run on threads: Ctrl-C reaches the main thread only)."""
+        with self._lock:
+            procs = list(self._running)
+        for proc in procs:
+            _kill_group(proc)
 
     def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
             log_path: Path, timeout: float,
@@ -173,6 +184,8 @@ class SubprocessRunner:
                 log.write(msg + "\n")
                 return Result(127, [msg], 0.0)
             self._current = proc
+            with self._lock:
+                self._running.add(proc)
             timed_out = False
 
             def kill_on_timeout() -> None:
@@ -201,6 +214,8 @@ class SubprocessRunner:
             finally:
                 timer.cancel()
                 self._current = None
+                with self._lock:
+                    self._running.discard(proc)
                 if proc.stdout is not None:
                     proc.stdout.close()
             if timed_out:

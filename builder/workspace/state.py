@@ -16,6 +16,7 @@ from typing import Any
 
 from builder.memory.history import History
 from builder.recipe.model import Recipe
+from builder.source.cmakelists import listed_sources
 from builder.source.digest import compile_units, tree_digest
 from builder.source.fetch import is_fetched
 from builder.util.files import file_sha256
@@ -69,6 +70,21 @@ def _is_file(p: Path) -> bool:
         return False
 
 
+def project_units(name: str, root: Path) -> tuple[tuple[tuple[str, tuple[str, ...]], ...],
+                                                  str]:
+    """The translation units the CMake project at ``root`` compiles, for the plan's
+    compile-job estimate: those its CMake files name (:mod:`builder.source.cmakelists`),
+    else every source file below ``root``, with a note saying the estimate cannot know."""
+    every = compile_units(root)
+    listed = listed_sources(root, [rel for rel, _ in every])
+    if listed is None:
+        return every, (f"{name}: the compile-job estimate counts every source file below "
+                       f"{root} ({len(every)}): its CMake files name sources through "
+                       f"variables, so which ones it compiles cannot be known before "
+                       f"configuring")
+    return tuple(u for u in every if u[0] in listed), ""
+
+
 def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
     source_digests: dict[str, str] = {}
     file_digests: dict[str, str] = {}
@@ -105,11 +121,13 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
         if data and data.get("key") == key and manifest_complete(Path(tree), data):
             kernel_installs[tree] = str(key)
     units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+    notes: list[str] = []
     for r in recipes:
         if r.build_system == "cmake" and r.sources and r.sources[0].kind == "path":
             root = Path(r.sources[0].location) / r.sources[0].subdir
             if str(root) not in units:
-                units[str(root)] = compile_units(root)
+                units[str(root)], note = project_units(r.name, root)
+                notes += [note] if note else []
     measured = tuple(sorted((f, int(rec["peak"]), float(rec.get("seconds", 0.0)),
                              tuple(float(x) for x in rec.get("curve", ())))
                             for f, rec in History(ws.memory_history)
@@ -124,4 +142,5 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
                  measured=measured, source_digests=tuple(sorted(source_digests.items())),
                  file_digests=tuple(sorted(file_digests.items())),
                  installed=frozenset(installed), kernel_artifacts=frozenset(artifacts),
-                 kernel_installs=tuple(sorted(kernel_installs.items())))
+                 kernel_installs=tuple(sorted(kernel_installs.items())),
+                 notes=tuple(notes))

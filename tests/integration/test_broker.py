@@ -103,9 +103,12 @@ def test_a_cold_build_learns_from_the_first_jobs_of_a_glob(tmp_path: Path) -> No
     assert _most_at_once(jobs) > 2  # more than the recipe value allowed
 
 
-def test_a_glob_not_measured_yet_learns_from_its_umbrella_header(tmp_path: Path) -> None:
-    # two recipe globs of torch TUs: b/ learns from a/'s measurements until one of its own
-    # finishes (the header, not the glob, is what makes them alike)
+def test_an_implausibly_light_header_sibling_does_not_lower_a_glob(tmp_path: Path) -> None:
+    # two recipe globs of torch TUs: b/ would learn from a/'s measurements through their
+    # umbrella header until one of its own finishes — but a "torch TU" measured at ~50 MB
+    # (the fake compiler) is far below what such TUs need (0.6 × the torch/torch.h prior):
+    # b/ keeps its recipe estimate (jobs.plausible; the pure cases are in
+    # tests/unit/test_cmake_projects.py)
     broker = _broker(tmp_path, budget=10**9, glob_size=400 * 10**6, learn=True,
                      globs=("a/*.cpp", "b/*.cpp"))
     _run_all(tmp_path, broker, ["a/1.cpp", "a/2.cpp", "b/1.cpp", "b/2.cpp", "b/3.cpp"],
@@ -114,10 +117,7 @@ def test_a_glob_not_measured_yet_learns_from_its_umbrella_header(tmp_path: Path)
     by_file = {str(j["file"]): j for j in jobs}
     assert by_file["a/1.cpp"]["source"] == "recipe"
     assert by_file["b/1.cpp"]["family"] == "prior:torch/torch.h:host:1"
-    via = [j for j in jobs if j["source"] == "learned:prior:torch/torch.h:host:1"]
-    assert via and all(str(j["file"]).startswith("b/") for j in via)
-    measured = {int(str(j["peak"])) for j in jobs if str(j["file"]).startswith("a/")}
-    assert all(int(str(j["estimate"])) in measured for j in via)
+    assert not [j for j in jobs if j["source"] == "learned:prior:torch/torch.h:host:1"]
 
 
 def test_oom_kill_is_retried_alone_with_lowmem_flags(tmp_path: Path) -> None:

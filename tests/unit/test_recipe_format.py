@@ -68,6 +68,7 @@ MAPPING: dict[str, str] = {
     "build.build_types": "Recipe.build_types",
     "build.targets": "Recipe.targets",
     "build.compiler_cache": "Recipe.compiler_cache",
+    "build.cxx_standard": "Recipe.cxx_standard",
     "options.*": "Recipe.options[].name",
     "options.*.type": "Recipe.options[].type",
     "options.*.default": "Recipe.options[].default",
@@ -375,7 +376,8 @@ MAXIMAL: dict[str, Any] = {
     "source": {"path": "../sentinel_src", "patches": ["../patches/sentinel.patch"],
                "subdir": "sentinel_subdir"},
     "build": {"enabled_by": "sentinel_on", "build_types": ["debug", "relwithdebinfo"],
-              "targets": ["sentinel_target"], "compiler_cache": "sccache"},
+              "targets": ["sentinel_target"], "compiler_cache": "sccache",
+              "cxx_standard": "gnu23"},
     "options": {
         "sentinel_on": {"type": "bool", "default": True, "description": "SENTINEL option",
                         "cmake": "SENTINEL_CMAKE", "env": "SENTINEL_ENV",
