@@ -88,6 +88,7 @@ def _check_option(name: str, spec: dict[str, Any], d: Diags) -> None:
 
 
 def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_root: Path) -> None:
+    """Every rule the schema cannot say, each problem added to ``d`` (nothing raised)."""
     version = data["package"]["version"]
     try:
         Version(version)
@@ -98,65 +99,86 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
     for name, spec in options.items():
         _check_option(name, spec, d)
     opt_names = set(options)
-    backends = data["backends"]
-    builtin = backend_registry.names()
     system = (data.get("build") or {}).get("system", "cmake")
-    for bname, spec in backends.items():
-        kind = spec.get("kind")
-        if kind is None and bname not in builtin:
-            d.add(("backends", bname), f"unknown name '{bname}': not a built-in backend "
-                  f"({', '.join(builtin)}), so it needs a `kind` saying which one it is",
-                  did_you_mean(bname, list(builtin)) or
-                  f"e.g. `{bname}: {{kind: cpu, target: linux-armv8}}`", key=True)
-            continue
-        if kind is not None and bname in builtin and kind != bname:
-            d.add(("backends", bname, "kind"), f"kind {kind} contradicts the name '{bname}', "
-                  "which is a built-in backend", "drop `kind`, or give the backend another "
-                  "name (e.g. arm)")
-            continue
-        if kind is not None and bname not in builtin and system == "kernels":
-            d.add(("backends", bname), f"a named backend ('{bname}', kind {kind}) is not "
-                  "supported with build.system kernels", f"name it {kind}", key=True)
-            continue
-        target = spec.get("target")
-        if target is not None and target not in target_names():
-            d.add(("backends", bname, "target"), f"unknown target platform '{target}'",
-                  did_you_mean(target, list(target_names())) or
-                  f"known targets (builder/resources/targets.json): {', '.join(target_names())}")
-        be = backend_registry.get(kind or bname)
-        for tool, specifier in (spec.get("tools") or {}).items():
-            if tool not in KNOWN_TOOLS:
-                d.add(("backends", bname, "tools", tool), f"unknown tool '{tool}'",
-                      did_you_mean(tool, list(KNOWN_TOOLS)) or
-                      f"known tools: {', '.join(KNOWN_TOOLS)}", key=True)
-            if "${" in specifier:
-                _check_substitutions(specifier, ("backends", bname, "tools", tool), d,
-                                     opt_names)
-                continue
-            try:
-                SpecifierSet(specifier)
-            except InvalidSpecifier:
-                d.add(("backends", bname, "tools", tool), f"invalid version specifier "
-                      f"'{specifier}'", "use a PEP 440 specifier such as \">=12.0\"")
-        for i, arch in enumerate(spec.get("archs") or ()):
-            if not be.arch_belongs(arch):
-                owner = next((o for o in backend_registry.names() if o != bname and
-                              backend_registry.get(o).arch_belongs(arch)), None)
-                d.add(("backends", bname, "archs", i),
-                      f"'{arch}' is not a {bname} architecture" +
-                      (f" (it is a {owner} one)" if owner else ""),
-                      f"move it to backends.{owner}.archs" if owner else
-                      "cuda archs look like sm_80, rocm like gfx1030, metal like apple-m1")
-        for k, v in (spec.get("defines") or {}).items():
-            if isinstance(v, str):
-                _check_substitutions(v, ("backends", bname, "defines", k), d, opt_names)
-        for i, fmt in enumerate(spec.get("formats") or ()):
-            if fmt not in be.kernel_formats():
-                d.add(("backends", bname, "formats", i), f"'{fmt}' is not a {bname} kernel "
-                      f"format", f"{bname} formats: {', '.join(be.kernel_formats()) or 'none'}")
+    for bname, spec in data["backends"].items():
+        _check_backend(bname, spec, system, opt_names, d)
     for k, v in (data.get("defines") or {}).items():
         if isinstance(v, str):
             _check_substitutions(v, ("defines", k), d, opt_names)
+    _check_requires(data, options, d)
+    _check_tests(data, opt_names, d)
+    _check_install(data, opt_names, d)
+    _check_switches(data, options, d)
+    _check_kernels(data, system, d)
+    _check_below((data.get("python") or {}).get("package"), ("python", "package"),
+                 "the install prefix", d)
+    _check_wheel(data, d)
+    for src in source_entries(data):
+        _check_source(src, recipe_dir, project_root, d)
+
+
+def _check_backend(bname: str, spec: dict[str, Any], system: str, opt_names: set[str],
+                   d: Diags) -> None:
+    """A backend's kind and target, tools, archs, defines and kernel formats."""
+    builtin = backend_registry.names()
+    kind = spec.get("kind")
+    if kind is None and bname not in builtin:
+        d.add(("backends", bname), f"unknown name '{bname}': not a built-in backend "
+              f"({', '.join(builtin)}), so it needs a `kind` saying which one it is",
+              did_you_mean(bname, list(builtin)) or
+              f"e.g. `{bname}: {{kind: cpu, target: linux-armv8}}`", key=True)
+        return
+    if kind is not None and bname in builtin and kind != bname:
+        d.add(("backends", bname, "kind"), f"kind {kind} contradicts the name '{bname}', "
+              "which is a built-in backend", "drop `kind`, or give the backend another "
+              "name (e.g. arm)")
+        return
+    if kind is not None and bname not in builtin and system == "kernels":
+        d.add(("backends", bname), f"a named backend ('{bname}', kind {kind}) is not "
+              "supported with build.system kernels", f"name it {kind}", key=True)
+        return
+    target = spec.get("target")
+    if target is not None and target not in target_names():
+        d.add(("backends", bname, "target"), f"unknown target platform '{target}'",
+              did_you_mean(target, list(target_names())) or
+              f"known targets (builder/resources/targets.json): {', '.join(target_names())}")
+    be = backend_registry.get(kind or bname)
+    for tool, specifier in (spec.get("tools") or {}).items():
+        if tool not in KNOWN_TOOLS:
+            d.add(("backends", bname, "tools", tool), f"unknown tool '{tool}'",
+                  did_you_mean(tool, list(KNOWN_TOOLS)) or
+                  f"known tools: {', '.join(KNOWN_TOOLS)}", key=True)
+        if "${" in specifier:
+            _check_substitutions(specifier, ("backends", bname, "tools", tool), d,
+                                 opt_names)
+            return
+        try:
+            SpecifierSet(specifier)
+        except InvalidSpecifier:
+            d.add(("backends", bname, "tools", tool), f"invalid version specifier "
+                  f"'{specifier}'", "use a PEP 440 specifier such as \">=12.0\"")
+    for i, arch in enumerate(spec.get("archs") or ()):
+        if not be.arch_belongs(arch):
+            owner = next((o for o in backend_registry.names() if o != bname and
+                          backend_registry.get(o).arch_belongs(arch)), None)
+            d.add(("backends", bname, "archs", i),
+                  f"'{arch}' is not a {bname} architecture" +
+                  (f" (it is a {owner} one)" if owner else ""),
+                  f"move it to backends.{owner}.archs" if owner else
+                  "cuda archs look like sm_80, rocm like gfx1030, metal like apple-m1")
+    for k, v in (spec.get("defines") or {}).items():
+        if isinstance(v, str):
+            _check_substitutions(v, ("backends", bname, "defines", k), d, opt_names)
+    for i, fmt in enumerate(spec.get("formats") or ()):
+        if fmt not in be.kernel_formats():
+            d.add(("backends", bname, "formats", i), f"'{fmt}' is not a {bname} kernel "
+                  f"format", f"{bname} formats: {', '.join(be.kernel_formats()) or 'none'}")
+
+
+def _check_requires(data: dict[str, Any], options: dict[str, Any], d: Diags) -> None:
+    """Version specifiers of required recipes, ``when`` conditions of system packages,
+    ``archs_option`` types and PEP 508 Python requirements."""
+    backends = data["backends"]
     req = data.get("requires") or {}
     for i, r in enumerate(req.get("recipes") or ()):
         if "version" in r:
@@ -183,6 +205,10 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
         except InvalidRequirement as exc:
             d.add(("requires", "python", i), f"invalid Python requirement '{text}': {exc}",
                   "use a PEP 508 requirement such as \"torch>=2.0\"")
+
+
+def _check_tests(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
+    backends = data["backends"]
     for i, t in enumerate(data.get("test") or ()):
         for b in t.get("backends") or ():
             if b not in backends:
@@ -194,6 +220,9 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
             _check_substitutions(v, ("test", i, "env", k), d, opt_names)
         if "cwd" in t:
             _check_substitutions(t["cwd"], ("test", i, "cwd"), d, opt_names)
+
+
+def _check_install(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
     inst = data.get("install") or {}
     for k in ("root", "layout"):
         if k in inst:
@@ -203,6 +232,10 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
         if problem:
             d.add(("install", "layout"), problem, "write a relative path below the root that "
                   "starts with ${backend}/, e.g. ${backend}/${kernel}/${arch}.${ext}")
+
+
+def _check_switches(data: dict[str, Any], options: dict[str, Any], d: Diags) -> None:
+    """``memory.unity/pch.enabled`` and ``build.enabled_by`` name bool options."""
     mem = data.get("memory") or {}
     for part in ("unity", "pch"):
         flag = (mem.get(part) or {}).get("enabled")
@@ -218,6 +251,11 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
     if enabled_by and options.get(enabled_by, {}).get("type") != "bool":
         d.add(("build", "enabled_by"), f"enabled_by names '{enabled_by}', which is not a bool "
               "option", f"declare options.{enabled_by} with type: bool")
+
+
+def _check_kernels(data: dict[str, Any], system: str, d: Diags) -> None:
+    backends = data["backends"]
+    builtin = backend_registry.names()
     kernels = data.get("kernels") or {}
     if system == "kernels" and not kernels:
         d.add(("build", "system"), "build.system is `kernels` but no kernels are declared",
@@ -243,45 +281,47 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
                 d.add(("kernels", kname, "min_arch", b), f"'{arch}' is not a {b} architecture")
         for b, rel in k["sources"].items():
             _check_below(rel, ("kernels", kname, "sources", b), "the source root", d)
-    _check_below((data.get("python") or {}).get("package"), ("python", "package"),
-                 "the install prefix", d)
-    _check_wheel(data, d)
-    for src in source_entries(data):
-        _check_below(src.get("subdir"), ("source", "subdir"), "the source root", d)
-        for j, patch in enumerate(src.get("patches") or ()):
-            if not _resolve(recipe_dir / patch).is_relative_to(project_root):
-                d.add(("source", "patches", j), f"patch file '{patch}' is outside the "
-                      f"recipe's project ({project_root})", "keep patches in the project")
-            elif not _fs_check((recipe_dir / patch).is_file):
-                d.add(("source", "patches", j), f"patch file '{patch}' does not exist",
-                      "patch paths are relative to the recipe file's folder")
-        if "path" in src:
-            p = _resolve(recipe_dir / src["path"])
-            where: PathKey = ("source", "path")
-            if not p.is_relative_to(project_root):
-                d.add(where, f"'{src['path']}' leaves the recipe's project ({project_root})",
-                      "keep path sources inside the project; use git or url sources for "
-                      "anything else")
-            elif not _fs_check(p.is_dir):
-                d.add(where, f"source folder '{src['path']}' does not exist ({p})",
-                      "the path is relative to the recipe file's folder")
-        if "git" in src and str(src["git"]).startswith("-"):
-            d.add(("source", "git"), f"'{src['git']}' is not a repository",
-                  "give a URL or a path (a leading '-' would be read as an option)")
-        if "git" in src and not _is_full_rev(src.get("rev", "")):
-            where = ("source", "rev")
-            if not src.get("allow_branch"):
-                d.add(where, f"rev '{src.get('rev')}' is not a full commit id",
-                      "pin a full 40-hex commit (`git rev-parse BRANCH`); branches and tags "
-                      "move. To follow a branch anyway, add `allow_branch: true` (not "
-                      "reproducible)")
-            elif not is_ref_name(src.get("rev", "")):
-                d.add(where, f"rev '{src.get('rev')}' is not a branch or tag name",
-                      "use a name such as main or release/1.2 (letters, digits, '.', '_', "
-                      "'-', '/'; not starting with '-')")
-        elif "git" not in src and "allow_branch" in src:
-            d.add(("source", "allow_branch"), "allow_branch only applies to git sources",
-                  "remove it", key=True)
+
+
+def _check_source(src: dict[str, Any], recipe_dir: Path, project_root: Path, d: Diags) -> None:
+    """Subdir, patches, where a path source is, and how a git source is pinned."""
+    _check_below(src.get("subdir"), ("source", "subdir"), "the source root", d)
+    for j, patch in enumerate(src.get("patches") or ()):
+        if not _resolve(recipe_dir / patch).is_relative_to(project_root):
+            d.add(("source", "patches", j), f"patch file '{patch}' is outside the "
+                  f"recipe's project ({project_root})", "keep patches in the project")
+        elif not _fs_check((recipe_dir / patch).is_file):
+            d.add(("source", "patches", j), f"patch file '{patch}' does not exist",
+                  "patch paths are relative to the recipe file's folder")
+    if "path" in src:
+        p = _resolve(recipe_dir / src["path"])
+        where: PathKey = ("source", "path")
+        if not p.is_relative_to(project_root):
+            d.add(where, f"'{src['path']}' leaves the recipe's project ({project_root})",
+                  "keep path sources inside the project; use git or url sources for "
+                  "anything else")
+        elif not _fs_check(p.is_dir):
+            d.add(where, f"source folder '{src['path']}' does not exist ({p})",
+                  "the path is relative to the recipe file's folder")
+    if "git" in src and str(src["git"]).startswith("-"):
+        d.add(("source", "git"), f"'{src['git']}' is not a repository",
+              "give a URL or a path (a leading '-' would be read as an option)")
+    if "git" in src and not _is_full_rev(src.get("rev", "")):
+        where = ("source", "rev")
+        if not src.get("allow_branch"):
+            d.add(where, f"rev '{src.get('rev')}' is not a full commit id",
+                  "pin a full 40-hex commit (`git rev-parse BRANCH`); branches and tags "
+                  "move. To follow a branch anyway, add `allow_branch: true` (not "
+                  "reproducible)")
+        elif not is_ref_name(src.get("rev", "")):
+            d.add(where, f"rev '{src.get('rev')}' is not a branch or tag name",
+                  "use a name such as main or release/1.2 (letters, digits, '.', '_', "
+                  "'-', '/'; not starting with '-')")
+    elif "git" not in src and "allow_branch" in src:
+        d.add(("source", "allow_branch"), "allow_branch only applies to git sources",
+              "remove it", key=True)
+
+
 
 
 def _check_wheel(data: dict[str, Any], d: Diags) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,7 @@ _PATTERN_HINTS = {
 
 
 def _schema_diag(err: ValidationError, d: Diags) -> None:
+    """One schema error as diagnostics in words a recipe author can act on."""
     path: PathKey = tuple(err.absolute_path)
     v = err.validator
     if v in ("oneOf", "anyOf") and err.context:
@@ -92,72 +94,89 @@ def _schema_diag(err: ValidationError, d: Diags) -> None:
         if sub is not None:
             _schema_diag(sub, d)
             return
-    if v == "additionalProperties" and isinstance(err.instance, dict):
-        assert isinstance(err.schema, dict)  # our schema is JSON: every subschema is a dict
-        allowed = list(err.schema.get("properties", {}))
-        extras = [k for k in err.instance if k not in allowed]
-        for extra in extras:
-            hint = did_you_mean(extra, allowed) or (
-                f"allowed keys here: {', '.join(allowed)}" if allowed else "")
-            d.add((*path, extra), f"unknown key '{extra}'", hint, key=True)
-        return
-    if v == "required":
-        # `required` is a list in our schema and only reports on objects
-        assert isinstance(err.validator_value, list) and isinstance(err.instance, dict)
-        missing = [k for k in err.validator_value if k not in err.instance]
-        for k in missing:
-            d.add(path, f"missing required key '{k}'",
-                  f"add `{k}:` here" + (" (a quoted string)" if k == "version" else ""))
-        return
     if "propertyNames" in err.schema_path and v in ("enum", "pattern"):
-        bad = str(err.instance)
-        if v == "enum":
-            assert isinstance(err.validator_value, list)  # `enum` is a list throughout our schema
-            choices = [str(c) for c in err.validator_value]
-            d.add((*path, bad), f"unknown name '{bad}'", did_you_mean(bad, choices) or
-                  f"choose one of: {', '.join(choices)}", key=True)
-        else:
-            d.add((*path, bad), f"invalid name '{bad}'",
-                  "use lowercase letters, digits and '_', starting with a letter", key=True)
+        _bad_name(path, str(err.instance), err.validator_value if v == "enum" else None, d)
         return
-    if v == "propertyNames":
-        bad = err.instance if isinstance(err.instance, str) else str(err.instance)
-        names = err.validator_value.get("enum") if isinstance(err.validator_value, dict) else None
-        if names:
-            hint = did_you_mean(bad, names) or f"choose one of: {', '.join(names)}"
-            d.add((*path, bad), f"unknown name '{bad}'", hint, key=True)
-        else:
-            d.add((*path, bad), f"invalid name '{bad}'",
-                  "use lowercase letters, digits and '_', starting with a letter", key=True)
+    handler = _HANDLERS.get(str(v))
+    if handler is not None:
+        handler(err, path, d)
+    else:
+        d.add(path, err.message)
+
+
+def _bad_name(path: PathKey, bad: str, choices: Any, d: Diags) -> None:
+    """A mapping key that is not one of the allowed names (or not a valid name at all)."""
+    if choices:
+        names = [str(c) for c in choices]
+        d.add((*path, bad), f"unknown name '{bad}'", did_you_mean(bad, names) or
+              f"choose one of: {', '.join(names)}", key=True)
+    else:
+        d.add((*path, bad), f"invalid name '{bad}'",
+              "use lowercase letters, digits and '_', starting with a letter", key=True)
+
+
+def _extra_keys(err: ValidationError, path: PathKey, d: Diags) -> None:
+    if not isinstance(err.instance, dict):
+        d.add(path, err.message)
         return
-    if v == "type":
-        want = err.validator_value
-        want_s = " or ".join(want) if isinstance(want, list) else want
-        hint = ""
-        if path and path[-1] == "version" and isinstance(err.instance, (int, float)):
-            hint = f"quote the version: version: \"{err.instance}\" (YAML reads {err.instance} " \
-                   f"as a number)"
-        elif isinstance(err.instance, (int, float)) and want == "string":
-            loc = d.pos.location(path)
-            raw = d.pos.line_text(loc.line)[max(loc.col - 1, 0):].split("#")[0]
-            raw = raw.strip().rstrip(",]}").strip() or str(err.instance)
-            hint = f"quote it: \"{raw}\" (YAML reads it as a number)"
-        d.add(path, f"expected {want_s}, got {_type_name(err.instance)}", hint)
-        return
-    if v == "enum":
-        assert isinstance(err.validator_value, list)  # `enum` is a list throughout our schema
-        choices = [str(c) for c in err.validator_value]
-        hint = (did_you_mean(str(err.instance), choices) if isinstance(err.instance, str)
-                else "") or f"choose one of: {', '.join(choices)}"
-        d.add(path, f"'{err.instance}' is not allowed here", hint)
-        return
-    if v == "pattern":
-        dotted = format_path(path)
-        hint = next((h for k, h in _PATTERN_HINTS.items() if dotted.endswith(k) or
-                     (k == "versions" and "versions" in dotted)), "")
-        d.add(path, f"'{err.instance}' is not valid here", hint)
-        return
-    d.add(path, err.message)
+    assert isinstance(err.schema, dict)  # our schema is JSON: every subschema is a dict
+    allowed = list(err.schema.get("properties", {}))
+    for extra in [k for k in err.instance if k not in allowed]:
+        hint = did_you_mean(extra, allowed) or (
+            f"allowed keys here: {', '.join(allowed)}" if allowed else "")
+        d.add((*path, extra), f"unknown key '{extra}'", hint, key=True)
+
+
+def _missing_keys(err: ValidationError, path: PathKey, d: Diags) -> None:
+    # `required` is a list in our schema and only reports on objects
+    assert isinstance(err.validator_value, list) and isinstance(err.instance, dict)
+    for k in [k for k in err.validator_value if k not in err.instance]:
+        d.add(path, f"missing required key '{k}'",
+              f"add `{k}:` here" + (" (a quoted string)" if k == "version" else ""))
+
+
+def _property_names(err: ValidationError, path: PathKey, d: Diags) -> None:
+    bad = err.instance if isinstance(err.instance, str) else str(err.instance)
+    names = err.validator_value.get("enum") if isinstance(err.validator_value, dict) else None
+    _bad_name(path, bad, names, d)
+
+
+def _wrong_type(err: ValidationError, path: PathKey, d: Diags) -> None:
+    want = err.validator_value
+    want_s = " or ".join(want) if isinstance(want, list) else want
+    hint = ""
+    if path and path[-1] == "version" and isinstance(err.instance, (int, float)):
+        hint = f"quote the version: version: \"{err.instance}\" (YAML reads {err.instance} " \
+               f"as a number)"
+    elif isinstance(err.instance, (int, float)) and want == "string":
+        loc = d.pos.location(path)
+        raw = d.pos.line_text(loc.line)[max(loc.col - 1, 0):].split("#")[0]
+        raw = raw.strip().rstrip(",]}").strip() or str(err.instance)
+        hint = f"quote it: \"{raw}\" (YAML reads it as a number)"
+    d.add(path, f"expected {want_s}, got {_type_name(err.instance)}", hint)
+
+
+def _not_allowed(err: ValidationError, path: PathKey, d: Diags) -> None:
+    assert isinstance(err.validator_value, list)  # `enum` is a list throughout our schema
+    choices = [str(c) for c in err.validator_value]
+    hint = (did_you_mean(str(err.instance), choices) if isinstance(err.instance, str)
+            else "") or f"choose one of: {', '.join(choices)}"
+    d.add(path, f"'{err.instance}' is not allowed here", hint)
+
+
+def _bad_pattern(err: ValidationError, path: PathKey, d: Diags) -> None:
+    dotted = format_path(path)
+    hint = next((h for k, h in _PATTERN_HINTS.items() if dotted.endswith(k) or
+                 (k == "versions" and "versions" in dotted)), "")
+    d.add(path, f"'{err.instance}' is not valid here", hint)
+
+
+#: how each kind of schema error is explained (others: jsonschema's own message)
+_HANDLERS: dict[str, Callable[[ValidationError, PathKey, Diags], None]] = {
+    "additionalProperties": _extra_keys, "required": _missing_keys,
+    "propertyNames": _property_names, "type": _wrong_type, "enum": _not_allowed,
+    "pattern": _bad_pattern,
+}
 
 
 def project_root_of(recipe_file: Path) -> Path:
