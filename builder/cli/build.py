@@ -57,6 +57,10 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                 from builder.workspace.pins import check
 
                 check(plan, args.lockfile)
+            from builder.workspace.ownership import preflight
+
+            preflight([(s.kind, s.param("tree")) for s in plan.steps
+                       if s.kind == "publish-kernels" and s.status == BUILD], ws.state)
             ran = _execute(args, ws, plan, runner, t0)
             if ran is None:
                 return 0

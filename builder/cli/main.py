@@ -301,6 +301,10 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
                 "schema": cmd_schema, "lock": cmd_lock, "report": cmd_report,
                 "matrix": cmd_matrix, "cache": cmd_cache}
     try:
+        if args.command not in ("schema", "validate", "matrix"):
+            from builder.workspace.ownership import claim_state
+
+            claim_state(ws.state)  # before anything is written to or deleted from it
         if args.command in ("build", "publish", "remote"):
             from builder.cli import build as cli_build
 

@@ -354,9 +354,12 @@ class Executor:
     def _do_publish_kernels(self, step: Step) -> None:
         tree, root = Path(step.param("tree")), Path(step.param("root"))
         artifacts = json.loads(step.param("artifacts"))
-        tmp = root / f".{tree.name}.tmp{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        from builder.workspace import ownership
+
+        ownership.check_tree(tree, ownership.registered_trees(self.ws.state))
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{tree.name}.tmp{os.getpid()}-", dir=root))
+        ownership.mark_tree(tmp)
         records = []
         for a in artifacts:
             rel = Path(a["path"])
@@ -383,10 +386,7 @@ class Executor:
         atomic_write(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
         replace_dir(tmp, tree)
         registry_path = self.ws.state / "kernel-installs.json"
-        try:
-            registry = json.loads(registry_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            registry = {}
+        registry = ownership.registered_trees(self.ws.state)
         registry[str(tree)] = step.inputs_hash
         atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))
 

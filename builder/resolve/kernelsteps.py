@@ -24,11 +24,19 @@ _KERNEL_LANG = {"cuda": "cuda", "rocm": "hip", "metal": "metal"}
 
 
 def kernels_root(ctx: VariantContext) -> Path:
-    vals = ctx.values()
-    root = substitute(ctx.recipe.install.root or "${env.HOME}/.builder-kernels", vals)
-    if root.startswith("~"):
-        root = ctx.env.get("HOME", "/") + root[1:]
-    return Path(root)
+    """``install.root`` substituted: an absolute path (ownership.install_root)."""
+    from builder.recipe.subst import variables
+    from builder.workspace.ownership import install_root
+
+    written = ctx.recipe.install.root or "${env.HOME}/.builder-kernels"
+    unset = [n[4:] for n in variables(written) if n.startswith("env.") and
+             not ctx.env.get(n[4:])]
+    root = substitute(written, ctx.values())
+    if root.startswith("~") and root[1:2] in ("", "/"):
+        if not ctx.env.get("HOME"):
+            unset.append("HOME")
+        root = ctx.env.get("HOME", "") + root[1:]
+    return install_root(root, ctx.recipe.display, written, unset)
 
 
 def _check_layout(recipe: Recipe, layout: str, backend: str) -> None:

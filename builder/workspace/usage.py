@@ -175,7 +175,7 @@ class _Scan:
         self._conan(state / "conan")
         self._logs(state)
         done = {"install", "build", "stage", "wheels", "kernels", "sources", "conan", "logs",
-                "reports"}
+                "reports", ".builder-state"}  # the marker: not an item
         for p in sorted(state.iterdir()):
             if p.name in done:
                 continue

@@ -1,0 +1,246 @@
+"""Every file builder reads back, through one reader per kind that checks encoding and
+shape before anything uses it.
+
+Two kinds of files:
+
+* **builder's own caches and records** in the state folder (host probes, memory history,
+  step times, the last build, the kernel-tree registry, the digest cache, install
+  manifests).  One that is damaged (not UTF-8, not JSON, the wrong shape) is reported
+  once on stderr, set aside — renamed to ``<name>.damaged-<time>``, never deleted — and
+  read as empty, so it is rebuilt by the next build.  It never stops a command.
+* **files the user hands to builder** (a lockfile, a ``--host-facts`` file): a wrong one
+  is :class:`~builder.errors.InputFileError` (exit 3) naming the file, what is wrong and
+  the fix.
+
+Shapes are checked by small combinators (:func:`obj`, :func:`list_of`, …) that raise
+:class:`ShapeError` with the JSON path of the first problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from builder.errors import FileSystemError, InputFileError
+
+T = TypeVar("T")
+
+#: largest file a record reader loads (a state file is a few MB at most)
+MAX_RECORD_BYTES = 256 * 2**20
+
+_reported: set[str] = set()
+
+
+class ShapeError(ValueError):
+    """A JSON value is not of the expected shape; ``where`` is its path (``jobs.ab12``)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        self.where = where
+        super().__init__(f"{where or 'the top level'}: {message}" if where else message)
+
+
+# -- shape checks -------------------------------------------------------------------------
+
+def _kind(v: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(v), "a value")
+
+
+def obj(v: Any, where: str = "") -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ShapeError(where, f"expected an object, got {_kind(v)}")
+    return v
+
+
+def list_of(v: Any, where: str = "") -> list[Any]:
+    if not isinstance(v, list):
+        raise ShapeError(where, f"expected a list, got {_kind(v)}")
+    return v
+
+
+def string(v: Any, where: str = "") -> str:
+    if not isinstance(v, str):
+        raise ShapeError(where, f"expected a string, got {_kind(v)}")
+    if "\0" in v:
+        raise ShapeError(where, "contains a NUL character")
+    return v
+
+
+def number(v: Any, where: str = "", lo: float = 0.0, hi: float = 1e18) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ShapeError(where, f"expected a finite number, got {_kind(v)}")
+    if not lo <= v <= hi:
+        raise ShapeError(where, f"{v} is out of range [{lo:g}, {hi:g}]")
+    return float(v)
+
+
+def integer(v: Any, where: str = "", lo: int = 0, hi: int = 2**62) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ShapeError(where, f"expected an integer, got {_kind(v)}")
+    if not lo <= v <= hi:
+        raise ShapeError(where, f"{v} is out of range [{lo}, {hi}]")
+    return v
+
+
+def boolean(v: Any, where: str = "") -> bool:
+    if not isinstance(v, bool):
+        raise ShapeError(where, f"expected true or false, got {_kind(v)}")
+    return v
+
+
+def get(d: dict[str, Any], key: str, check: Callable[[Any, str], T], where: str = "",
+        default: T | None = None) -> T:
+    """``d[key]`` checked by ``check``; a missing key is ``default`` (or an error when
+    ``default`` is None)."""
+    path = f"{where}.{key}" if where else key
+    if key not in d:
+        if default is None:
+            raise ShapeError(path, "missing")
+        return default
+    return check(d[key], path)
+
+
+# -- reading ------------------------------------------------------------------------------
+
+def read_json(path: Path) -> Any:
+    """The JSON value of ``path``; raises OSError, or ValueError for bad encoding/JSON."""
+    if not _is_regular(path):  # a FIFO or a device could block or never end
+        os.stat(path)  # a missing file raises FileNotFoundError
+        raise ValueError("not a regular file")
+    with open(path, "rb") as f:
+        raw = f.read(MAX_RECORD_BYTES + 1)
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ValueError(f"larger than {MAX_RECORD_BYTES // 2**20} MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON at line {exc.lineno} column {exc.colno}: "
+                         f"{exc.msg}") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_regular(path: Path) -> bool:
+    """Never open a FIFO or a device (it could block forever)."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def set_aside(path: Path, problem: str) -> None:
+    """Rename a damaged file of builder's next to itself and say so, once per path."""
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        os.replace(path, aside)
+        where = f"set aside as {aside.name}"
+    except OSError as exc:
+        where = f"could not be set aside ({exc.strerror}); it is ignored"
+    if str(path) not in _reported:
+        _reported.add(str(path))
+        print(f"note: {path} is damaged ({problem}); {where}, and it is rebuilt",
+              file=sys.stderr, flush=True)
+
+
+def own(path: Path, parse: Callable[[Any], T], empty: Callable[[], T]) -> T:
+    """Read one of builder's own files: missing → ``empty()``; damaged → set aside and
+    ``empty()``; an OS error (permissions) → ``empty()`` as well (it is a cache)."""
+    try:
+        if not path.exists() and not path.is_symlink():
+            return empty()
+    except OSError:
+        return empty()
+    if not _is_regular(path):
+        set_aside(path, "not a regular file")
+        return empty()
+    try:
+        data = read_json(path)
+    except OSError:
+        return empty()
+    except ValueError as exc:
+        set_aside(path, str(exc))
+        return empty()
+    try:
+        return parse(data)
+    except (ShapeError, ValueError, TypeError, KeyError) as exc:
+        set_aside(path, str(exc))
+        return empty()
+
+
+def user(path: Path, parse: Callable[[Any], T], what: str, fix: str) -> T:
+    """Read a file the user gave: every problem is an :class:`InputFileError` (exit 3)."""
+    try:
+        if path.is_dir():
+            raise InputFileError(str(path), f"is a folder, not {what}", fix)
+        if path.exists() and not _is_regular(path):
+            raise InputFileError(str(path), f"is not a regular file (a FIFO or a device?), "
+                                 f"not {what}", fix)
+        data = read_json(path)
+    except FileNotFoundError:
+        raise InputFileError(str(path), "no such file", fix) from None
+    except OSError as exc:
+        raise FileSystemError.of(exc, f"cannot read {what}") from None
+    except ValueError as exc:
+        raise InputFileError(str(path), f"not {what}: {exc}", fix) from None
+    try:
+        return parse(data)
+    except (ShapeError, ValueError, TypeError, KeyError) as exc:
+        raise InputFileError(str(path), f"not {what}: {exc}", fix) from None
+
+
+# -- the kinds ----------------------------------------------------------------------------
+
+def parse_kernel_installs(data: Any) -> dict[str, str]:
+    """``kernel-installs.json``: absolute tree path → variant key."""
+    out: dict[str, str] = {}
+    for tree, key in obj(data).items():
+        if not tree.startswith("/"):
+            raise ShapeError(tree, "not an absolute path")
+        out[tree] = string(key, tree)
+    return out
+
+
+def read_kernel_installs(path: Path) -> dict[str, str]:
+    return own(path, parse_kernel_installs, dict)
+
+
+def parse_manifest(data: Any) -> dict[str, Any]:
+    """An install's or kernel tree's ``manifest.json``: a key and its files."""
+    d = obj(data)
+    string(get(d, "key", string), "key")
+    for i, f in enumerate(list_of(get(d, "files", list_of), "files")):
+        fo = obj(f, f"files[{i}]")
+        rel = get(fo, "path", string, f"files[{i}]")
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise ShapeError(f"files[{i}].path", f"{rel!r} leaves the install folder")
+        get(fo, "size", integer, f"files[{i}]")
+        get(fo, "sha256", string, f"files[{i}]")
+    return d
+
+
+def read_manifest(path: Path) -> dict[str, Any] | None:
+    """A manifest, or None when it is missing or damaged (the install then does not
+    count, and is rebuilt; a damaged manifest is not renamed, since the folder is
+    replaced by the next publish)."""
+    if not _is_regular(path):
+        return None
+    try:
+        return parse_manifest(read_json(path))
+    except (OSError, ValueError):
+        return None
