@@ -188,6 +188,12 @@ def parser() -> argparse.ArgumentParser:
     ca.add_argument("--no-wait", action="store_true",
                     help="prune: fail at once if a build holds the workspace")
 
+    vf = sub.add_parser("verify", help="check every installed file against its manifest",
+                        description="Read every file of every install tree and published "
+                        "kernel tree and compare it with the sha256 its manifest recorded "
+                        "(and that no file is missing or added). Exit 1 if any differs.")
+    vf.add_argument("--format", choices=("text", "json"), default="text")
+
     sc = sub.add_parser("schema", help="print the recipe JSON Schema (or its reference table)")
     sc.add_argument("--format", choices=("json", "markdown"), default="json")
     return p

@@ -258,6 +258,15 @@ def cmd_cache(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace, ws: Workspace) -> int:
+    from builder.workspace import verify
+
+    result = verify.verify(ws)
+    sys.stdout.write(json.dumps(result, indent=1) + "\n" if args.format == "json"
+                     else verify.format_text(result))
+    return 1 if result["bad"] else 0
+
+
 def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.recipe.docs import markdown
     from builder.recipe.validate import schema
@@ -299,7 +308,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
                 "schema": cmd_schema, "lock": cmd_lock, "report": cmd_report,
-                "matrix": cmd_matrix, "cache": cmd_cache}
+                "matrix": cmd_matrix, "cache": cmd_cache, "verify": cmd_verify}
     try:
         if args.command not in ("schema", "validate", "matrix"):
             from builder.workspace.ownership import claim_state

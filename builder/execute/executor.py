@@ -128,9 +128,14 @@ class Executor:
         if self.on_line is not None:
             sink = self.on_line
             callback = lambda line, sid=step.id: sink(sid, line)  # noqa: E731
+        env = dict(step.env)
+        if step.kind == "test":  # tests write no Python caches into the source tree
+            from builder.source.policy import test_env
+
+            env = test_env(env)
         for n, argv in enumerate(step.commands):
             path = log if n == 0 else log.with_suffix(f".{n}.log")
-            res = self.runner.run(argv, cwd=cwd, env_changes=dict(step.env), log_path=path,
+            res = self.runner.run(argv, cwd=cwd, env_changes=env, log_path=path,
                                   timeout=step.timeout, on_line=callback)
             if res.interrupted:
                 raise Interrupted(f"interrupted during {step.id}; the next build resumes "

@@ -24,10 +24,11 @@ from builder.host.facts import HostFacts
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Variant
 from builder.recipe.model import Recipe, digest, option_text
 from builder.recipe.recipeset import RecipeSet
-from builder.recipe.subst import SubstitutionError, substitute, variables
+from builder.recipe.subst import SubstitutionError, substitute
 from builder.resolve import render
 from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
+from builder.resolve.keyinputs import env_inputs, env_names
 from builder.resolve.options import OptionOverride, resolve_options
 from builder.resolve.steps import VariantContext, cmake_steps
 from builder.resolve.steps import tool as host_tool
@@ -354,7 +355,8 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                    model_digest(recipe), src_digest, backend,
                    build_type, archs, sorted((k, option_text(v)) for k, v in options.items()),
                    python and (py_info.full if py_info else python), tools,
-                   [d.key for d in deps])
+                   [d.key for d in deps], *([used_env] if (used_env := env_inputs(
+                       recipe, dict(request.env))) else []))
         vdir = f"{backend}-{build_type}" + (f"-py{python}" if python else "") + f"-{key[:12]}"
         vid = f"{recipe.name}/{vdir}"
         status, reason, fix = BUILD, "", ""
@@ -465,12 +467,5 @@ def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple
     names = {"HOME"}
     for r in recipes:
         names.update(n for o in r.options for n in (o.env, o.legacy_env) if n)
-        texts = [r.install.root, r.install.layout, *(v for _, v in r.defines)]
-        for t in r.tests:
-            texts.extend(t.run)
-            texts.extend(v for _, v in t.env)
-        for text in texts:
-            names.update(n[4:] for n in variables(text) if n.startswith("env."))
+        names.update(env_names(r))  # every text the README allows ${env.X} in
     return tuple(sorted((n, environ[n]) for n in names if n in environ))
-
-

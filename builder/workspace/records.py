@@ -244,3 +244,43 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
         return parse_manifest(read_json(path))
     except (OSError, ValueError):
         return None
+
+
+def parse_digest_cache(data: Any) -> dict[str, tuple[int, int, int, int, str]]:
+    """``digests.json``: file → (size, mtime_ns, ctime_ns, inode, sha256)."""
+    d = obj(data)
+    if get(d, "version", integer) != 1:
+        raise ShapeError("version", "unknown version")
+    out: dict[str, tuple[int, int, int, int, str]] = {}
+    for path, rec in obj(get(d, "files", obj), "files").items():
+        r = list_of(rec, path)
+        if len(r) != 5:
+            raise ShapeError(path, "expected [size, mtime_ns, ctime_ns, inode, sha256]")
+        sha = string(r[4], path)
+        if len(sha) != 64:
+            raise ShapeError(path, "not a sha256")
+        out[path] = (integer(r[0], path), integer(r[1], path, -2**62),
+                     integer(r[2], path, -2**62), integer(r[3], path), sha)
+    return out
+
+
+def read_digest_cache(path: Path) -> dict[str, tuple[int, int, int, int, str]]:
+    return own(path, parse_digest_cache, dict)
+
+
+def write_json(path: Path, data: Any) -> bool:
+    """Write one of builder's files atomically; False when the folder is not writable
+    (a cache that cannot be saved is recomputed next time)."""
+    from builder.util.files import atomic_write
+
+    try:
+        atomic_write(path, json.dumps(data, indent=1, sort_keys=True))
+        return True
+    except OSError:
+        return False
+
+
+def write_digest_cache(path: Path, entries: dict[str, tuple[int, int, int, int, str]]
+                       ) -> None:
+    if path.parent.is_dir():
+        write_json(path, {"version": 1, "files": {k: list(v) for k, v in entries.items()}})

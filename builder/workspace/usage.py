@@ -122,7 +122,7 @@ def _published(manifest: dict[str, Any], fallback: float) -> float:
 def _complete(folder: Path, manifest: dict[str, Any]) -> bool:
     from builder.workspace.state import manifest_complete
 
-    return bool(manifest.get("key")) and manifest_complete(folder, manifest)
+    return bool(manifest.get("key")) and manifest_complete(folder, manifest, content=False)
 
 
 # -- scanning -----------------------------------------------------------------------------
