@@ -60,8 +60,12 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
     spec = r.backend(v.backend)
     assert spec is not None
     lang = _KERNEL_LANG.get(ctx.kind, "cxx")
-    common = (r.flags.for_build_type(v.build_type) +
-              spec.flags.for_build_type(v.build_type)).get(lang)
+    vals = ctx.values()
+    common = tuple(substitute(f, vals) for f in (r.flags.for_build_type(v.build_type) +
+                                                 spec.flags.for_build_type(v.build_type)
+                                                 ).get(lang))
+    # a kernel may include any file of its source tree: the tree's digest is an input
+    tree_digest = dict(v.pins).get("source", "")
     root = kernels_root(ctx)
     tree = root / v.backend
     formats = spec.formats or be.kernel_formats()[:1]
@@ -75,14 +79,14 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
             continue
         src = str(Path(ctx.source_root()) / src_rel)
         src_digest = ctx.file_digests.get(src, "")
-        flags = tuple(common) + dict(k.flags).get(v.backend, ())
+        flags = common + tuple(substitute(f, vals) for f in dict(k.flags).get(v.backend, ()))
         floor = dict(k.min_arch).get(v.backend)
         for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
             if floor and be.arch_order(arch) < be.arch_order(floor):
                 continue
             for fmt in formats:
-                key = digest("kernel-1", v.backend, k.name, arch, fmt, src_digest, flags,
-                              be_tool.version if be_tool else "")
+                key = digest("kernel-2", v.backend, k.name, arch, fmt, src_digest, flags,
+                             be_tool.version if be_tool else "", tree_digest)
                 entry = ctx.ws.kernel_cache / key[:20]
                 partial = Path(str(entry) + ".partial")
                 kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host,

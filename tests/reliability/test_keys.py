@@ -179,3 +179,32 @@ def test_options_and_recipe_edits_are_keyed(project: Path, build: Build) -> None
     assert not nothing_to_do(build()[0])
     edit(project / "recipes" / "greet.yaml", "package:", "# a comment\npackage:")
     assert nothing_to_do(build()[0])  # a comment is not an input
+
+
+def test_kernels_key_their_tree_and_substituted_flags(project: Path, tmp_path: Path,
+                                                      cli: Callable[..., CliResult],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.reliability.test_ownership import WritingRunner
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("the kernel fixture needs nvcc on PATH to be planned (CI installs it)")
+    edit(project / "recipes" / "kern.yaml", "cuda: [-O3]", 'cuda: [-O3, "-DK=${env.KERN_K}"]')
+    monkeypatch.setenv("KERN_K", "k1k1")
+
+    def build() -> tuple[CliResult, WritingRunner]:
+        runner = WritingRunner()
+        r = cli("--state-dir", str(tmp_path / "state"), "build", "kern", "--backend", "cuda",
+                "-o", f"root={tmp_path / 'k'}", cwd=project, runner=runner)
+        assert r.code == 0, r.out + r.err
+        return r, runner
+
+    _, runner = build()
+    assert any("-DK=k1k1" in c.argv for c in runner.calls), "kernel flags are substituted"
+    assert nothing_to_do(build()[0])
+    (project / "sources" / "kern" / "common.cuh").write_text("// a header\n")
+    r, runner = build()
+    assert not nothing_to_do(r) and runner.calls, "a new header rebuilt no kernel"
+    assert nothing_to_do(build()[0])
+    monkeypatch.setenv("KERN_K", "k2k2")
+    _, runner = build()
+    assert any("-DK=k2k2" in c.argv for c in runner.calls)
