@@ -1,5 +1,5 @@
 import sys
 
-from builder.cli.main import main
+from builder.cli.entry import main
 
 sys.exit(main())

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from builder.cli import args as cli_args
-from builder.errors import BuilderError, Interrupted, UsageError
+from builder.errors import BuilderError, FileSystemError, UsageError
 from builder.host.facts import HostFacts, load_host_facts, probe
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet, display_path
@@ -300,9 +300,23 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int:
     """Run the CLI.  ``runner`` replaces the subprocess runner (tests record argv)."""
+    try:
+        return _main(argv, runner)
+    except KeyboardInterrupt:
+        from builder.cli.entry import interrupted
+
+        return interrupted()
+
+
+def _main(argv: Sequence[str] | None, runner: Runner | None) -> int:
     parser = cli_args.parser()
     args = parser.parse_args(argv)
-    root = args.project or find_project(Path.cwd())
+    try:
+        root = args.project or find_project(Path.cwd())
+    except OSError as exc:  # the current folder was removed, or cannot be read
+        print(FileSystemError.of(exc, "cannot use the current folder").render(),
+              file=sys.stderr)
+        return FileSystemError.exit_code
     state = args.state_dir or (Path(os.environ["BUILDER_STATE_DIR"])
                                if os.environ.get("BUILDER_STATE_DIR") else None)
     ws = Workspace.at(root, state)
@@ -325,13 +339,25 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
                 return cli_build.cmd_build(args, ws, runner)
         return commands[args.command](args, ws)
     except BuilderError as exc:
+        if exc.exit_code == 130:
+            from builder.cli.entry import ignore_interrupts
+
+            ignore_interrupts()  # a second Ctrl-C while saying so changes nothing
         print(exc.render(), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(Interrupted("interrupted").render(), file=sys.stderr)
-        return 130
+        from builder.cli.entry import interrupted
+
+        return interrupted()
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path that cannot be read or written: named, with a fix
+        err = FileSystemError.of(exc)
+        print(err.render(), file=sys.stderr)
+        return err.exit_code
+    except RecursionError:
+        print("error: the input is nested too deeply to process", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,11 +30,9 @@ def step_key(step_id: str) -> str:
 
 
 def load_times(ws: Workspace) -> dict[str, float]:
-    try:
-        data = json.loads((ws.state / "step-times.json").read_text(encoding="utf-8"))
-        return {str(k): float(v) for k, v in data.items()}
-    except (OSError, ValueError, AttributeError):
-        return {}
+    from builder.workspace.records import read_step_times
+
+    return read_step_times(ws.state / "step-times.json")
 
 
 class BuildRecorder:
@@ -63,10 +61,11 @@ class BuildRecorder:
         jobs: list[dict[str, Any]] = []
         reports = self.ws.state / "reports"
         if reports.is_dir():
+            from builder.workspace.records import read_jobs_report
+
             for p in sorted(reports.glob("*.jobs.json")):
-                try:
-                    data = json.loads(p.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
+                data = read_jobs_report(p)
+                if data is None:
                     continue
                 wall0 = float(data.get("wall0", 0))
                 if wall0 < self.started - 1:

@@ -117,8 +117,9 @@ class HostFacts:
                              system_packages=tuple(tuple(x) for x in data.get(
                                  "system_packages", ())),
                              builder_python=str(data.get("builder_python", "")))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RecipeError([Diagnostic(Location(file), "", f"not a host-facts file: {exc}",
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise RecipeError([Diagnostic(Location(file), "", f"not a host-facts file: {what}",
                                           "write one with `builder host --format json`")]) \
                 from None
 
@@ -133,17 +134,26 @@ def _python_from_json(p: dict[str, Any]) -> PythonInfo:
 
 
 def load_host_facts(path: Path) -> HostFacts:
+    from builder.workspace.records import read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except OSError as exc:
         raise RecipeError([Diagnostic(Location(str(path)), "", f"cannot read: {exc.strerror}")]) \
             from None
-    except json.JSONDecodeError as exc:
-        raise RecipeError([Diagnostic(Location(str(path), exc.lineno, exc.colno), "",
-                                      f"invalid JSON: {exc.msg}")]) from None
+    except ValueError as exc:  # not a regular file, not UTF-8, not JSON
+        raise RecipeError([Diagnostic(Location(str(path)), "", str(exc),
+                                      "write one with `builder host --format json`")]) \
+            from None
     if not isinstance(data, dict):
         raise RecipeError([Diagnostic(Location(str(path)), "", "expected a JSON object")])
-    return HostFacts.from_json(data, path.name)
+    try:
+        return HostFacts.from_json(data, path.name)
+    except RecipeError as exc:  # named by its whole path in the message
+        from dataclasses import replace
+
+        raise RecipeError([replace(d, location=Location(str(path)))
+                           for d in exc.diagnostics]) from None
 
 
 # ---------------------------------------------------------------------------- probing
@@ -156,11 +166,10 @@ class _ProbeCache:
         self.path = path
         self.data: dict[str, Any] = {}
         self.dirty = False
-        if path is not None and path.is_file():
-            try:
-                self.data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                self.data = {}
+        if path is not None:
+            from builder.workspace.records import read_host_cache
+
+            self.data = read_host_cache(path)  # checked; a damaged one is set aside
 
     @staticmethod
     def key(kind: str, exe: str, extra: str = "") -> str:
@@ -181,10 +190,9 @@ class _ProbeCache:
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path)
+        from builder.workspace.records import write_json
+
+        write_json(self.path, self.data)  # a cache: not saved where it cannot be
 
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")

@@ -284,3 +284,172 @@ def write_digest_cache(path: Path, entries: dict[str, tuple[int, int, int, int, 
                        ) -> None:
     if path.parent.is_dir():
         write_json(path, {"version": 1, "files": {k: list(v) for k, v in entries.items()}})
+
+
+def _opt(d: dict[str, Any], key: str, check: Callable[[Any, str], Any], where: str) -> None:
+    """An optional field: checked when present (null allowed)."""
+    if d.get(key) is not None:
+        check(d[key], f"{where}.{key}")
+
+
+def _pair_list(v: Any, where: str) -> list[Any]:
+    for i, pair in enumerate(list_of(v, where)):
+        p = list_of(pair, f"{where}[{i}]")
+        if len(p) != 2:
+            raise ShapeError(f"{where}[{i}]", "expected a pair of strings")
+        string(p[0], f"{where}[{i}][0]")
+        string(p[1], f"{where}[{i}][1]")
+    return list(v)
+
+
+def _numbers(v: Any, where: str) -> list[float]:
+    return [number(x, f"{where}[{i}]", -1e18) for i, x in enumerate(list_of(v, where))]
+
+
+def _strings(v: Any, where: str) -> list[str]:
+    return [string(x, f"{where}[{i}]") for i, x in enumerate(list_of(v, where))]
+
+
+# host.json: probe results keyed by "<kind>|<exe>|<identity>|<extra>"
+
+def parse_host_cache(data: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, v in obj(data).items():
+        if key.startswith("tool:"):
+            d = obj(v, key)
+            get(d, "version", string, key)
+            _opt(d, "archs", _strings, key)
+            _opt(d, "static_runtime", boolean, key)
+        elif key.startswith("python|"):
+            d = obj(v, key)
+            if d:  # {}: the interpreter could not be probed
+                for f in ("version", "full"):
+                    get(d, f, string, key)
+                get(d, "packages", _pair_list, key)
+                _opt(d, "cmake_prefixes", _pair_list, key)
+                _opt(d, "purelib", string, key)
+                _opt(d, "purelib_mtime", lambda x, w: number(x, w, -1e18), key)
+        elif key.startswith("dpkg-multiarch|"):
+            _pair_list(v, key)
+        else:
+            continue  # an entry of another builder version: dropped, re-probed
+        out[key] = v
+    return out
+
+
+def read_host_cache(path: Path) -> dict[str, Any]:
+    return own(path, parse_host_cache, dict)
+
+
+# memory-history.json: measured compiles
+
+def parse_history(data: Any) -> dict[str, dict[str, Any]]:
+    d = obj(data)
+    jobs = obj(d.get("jobs", {}), "jobs")
+    for key, rec in jobs.items():
+        r = obj(rec, f"jobs.{key}")
+        w = f"jobs.{key}"
+        get(r, "file", string, w)
+        get(r, "peak", integer, w)
+        for f in ("seconds", "cpu", "when"):
+            _opt(r, f, number, w)
+        _opt(r, "runs", integer, w)
+        _opt(r, "prev_peak", integer, w)
+        _opt(r, "oom", boolean, w)
+        _opt(r, "curve", _numbers, w)
+        _opt(r, "prev_curve", _numbers, w)
+    return dict(jobs)
+
+
+def read_history(path: Path) -> dict[str, dict[str, Any]]:
+    return own(path, parse_history, dict)
+
+
+# step-times.json: step key → seconds
+
+def parse_step_times(data: Any) -> dict[str, float]:
+    return {str(k): number(v, k) for k, v in obj(data).items()}
+
+
+def read_step_times(path: Path) -> dict[str, float]:
+    return own(path, parse_step_times, dict)
+
+
+# last-build.json: what `builder report` draws
+
+def parse_last_build(data: Any) -> dict[str, Any]:
+    d = obj(data)
+    for f in ("started", "ended"):
+        get(d, f, lambda x, w: number(x, w, -1e18))
+    _opt(d, "budget", number, "")
+    get(d, "host", string, default="")
+    s = get(d, "summary", obj)
+    for f in ("done", "cached", "skipped", "failed", "aborted"):
+        get(s, f, integer, "summary")
+    for i, v in enumerate(list_of(d.get("variants", []), "variants")):
+        vo = obj(v, f"variants[{i}]")
+        for f in ("id", "status"):
+            get(vo, f, string, f"variants[{i}]")
+        _opt(vo, "reason", string, f"variants[{i}]")
+    for i, st in enumerate(list_of(d.get("steps", []), "steps")):
+        so = obj(st, f"steps[{i}]")
+        get(so, "id", string, f"steps[{i}]")
+        _opt(so, "status", string, f"steps[{i}]")
+        for f in ("start", "end", "seconds"):
+            _opt(so, f, lambda x, w: number(x, w, -1e18), f"steps[{i}]")
+    for i, j in enumerate(list_of(d.get("compile_jobs", []), "compile_jobs")):
+        jo = obj(j, f"compile_jobs[{i}]")
+        get(jo, "file", string, f"compile_jobs[{i}]")
+        for f in ("t_start", "t_end"):
+            get(jo, f, lambda x, w: number(x, w, -1e18), f"compile_jobs[{i}]")
+        for f in ("peak", "estimate"):
+            _opt(jo, f, number, f"compile_jobs[{i}]")
+    return d
+
+
+def read_last_build(path: Path) -> dict[str, Any] | None:
+    """The last build's record; None when there is none (or it was damaged)."""
+    return own(path, parse_last_build, lambda: None)
+
+
+# reports/<step>.jobs.json: one build step's compile jobs, from its memory broker
+
+def parse_jobs_report(data: Any) -> dict[str, Any]:
+    d = obj(data)
+    get(d, "step", string)
+    number(d.get("wall0", 0), "wall0", -1e18)
+    _opt(d, "budget", number, "")
+    for i, j in enumerate(list_of(d.get("jobs", []), "jobs")):
+        jo = obj(j, f"jobs[{i}]")
+        get(jo, "queued", lambda x, w: number(x, w, -1e18), f"jobs[{i}]")
+        for f in ("started", "ended"):
+            _opt(jo, f, lambda x, w: number(x, w, -1e18), f"jobs[{i}]")
+        _opt(jo, "file", string, f"jobs[{i}]")
+    return d
+
+
+def read_jobs_report(path: Path) -> dict[str, Any] | None:
+    return own(path, parse_jobs_report, lambda: None)
+
+
+# builder.lock: the user's lockfile
+
+def parse_lockfile(data: Any, version: int) -> dict[str, Any]:
+    d = obj(data)
+    if d.get("version") != version:
+        raise ShapeError("version", f"expected {version} (a builder lockfile)")
+    for name, v in get(d, "variants", obj).items():
+        vo = obj(v, f"variants.{name}")
+        w = f"variants.{name}"
+        _opt(vo, "version", string, w)
+        _opt(vo, "archs", _strings, w)
+        for group in ("options", "pins"):
+            if vo.get(group) is not None:
+                for k, val in obj(vo[group], f"{w}.{group}").items():
+                    string(val, f"{w}.{group}.{k}")
+    return d
+
+
+def read_lockfile(path: Path, version: int) -> dict[str, Any]:
+    return user(path, lambda d: parse_lockfile(d, version), "a builder lockfile",
+                "write one with `builder lock` (or fix the file named)")

@@ -1,0 +1,37 @@
+"""The ``builder`` executable's first frame: nothing is imported before Ctrl-C is
+handled, so an interrupt during start-up (importing the CLI takes a few hundred
+milliseconds) exits 130 with one line, like one during a build, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+
+
+def interrupted() -> int:
+    """Say so once and ignore further Ctrl-C while exiting (a second one must not turn
+    the exit into a death by signal or a traceback)."""
+    ignore_interrupts()
+    with contextlib.suppress(OSError):
+        print("error: interrupted", file=sys.stderr, flush=True)
+    return 130
+
+
+def ignore_interrupts() -> None:
+    with contextlib.suppress(ValueError):  # ValueError: not the main thread
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        from builder.cli.main import main as cli_main
+
+        return cli_main(argv)
+    except KeyboardInterrupt:
+        return interrupted()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
