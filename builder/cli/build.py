@@ -36,6 +36,32 @@ def _check_requested(plan: BuildPlan, args: argparse.Namespace, named: list[str]
         raise PlanError(f"cannot build {v.id}: {v.reason}\n  fix: {v.fix}")
 
 
+def _check_budget(plan: BuildPlan, args: argparse.Namespace) -> None:
+    """A memory budget below the lightest compile job of a build step that will run is
+    said before anything runs: an error when it was asked for (--memory-budget), a note
+    when it is what this host has left."""
+    import json
+
+    from builder.workspace.prune import human as gib
+
+    budget = plan.memory_budget
+    for s in plan.steps:
+        if s.kind != "build" or s.status != BUILD:
+            continue
+        light = json.loads(s.param("prediction") or "{}").get("lightest")
+        if not light or budget >= int(light["peak"]):
+            continue
+        what = (f"the memory budget {gib(budget)} is below the lightest compile job of "
+                f"{s.id} ({light['file']}, estimated peak {gib(int(light['peak']))})")
+        if args.memory_budget:
+            raise PlanError(f"{what}\n  fix: raise --memory-budget to at least "
+                            f"{gib(int(light['peak']))}, or leave it out to use what this "
+                            f"host has")
+        print(f"note: {what}; jobs will run one at a time with the recipe's low-memory "
+              f"flags and may still be killed: free memory first", file=sys.stderr)
+        return
+
+
 def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = None) -> int:
     from builder.errors import DownloadFailed
     from builder.workspace.lock import workspace_lock
@@ -57,6 +83,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                 from builder.workspace.pins import check
 
                 check(plan, args.lockfile)
+            _check_budget(plan, args)
             from builder.workspace.ownership import preflight
 
             preflight([(s.kind, s.param("tree")) for s in plan.steps

@@ -63,9 +63,17 @@ def _host(ws: Workspace, rs: RecipeSet | None, facts_file: Path | None = None) -
                  needed_packages(rs.recipes) if rs is not None else ())
 
 
-def _request(args: argparse.Namespace, roots: list, plan_all: bool) -> Request:  # type: ignore[type-arg]
+def _request(args: argparse.Namespace, roots: list, plan_all: bool,  # type: ignore[type-arg]
+             project: frozenset[str] = frozenset()) -> Request:
+    """The request; ``project``: the recipes a ``recipe:`` prefix of ``-o`` may name
+    (the selected ones and what they require)."""
     known = {o.name for r in roots for o in r.options}
+    project = project | {r.name for r in roots}
     for ov in args.option:
+        if ov.recipe and ov.recipe not in project:
+            raise UsageError(f"-o {ov.recipe}:{ov.name}={ov.value}: no recipe named "
+                             f"'{ov.recipe}' is part of this build (recipes: "
+                             f"{', '.join(sorted(project))})")
         if not ov.recipe and ov.name not in known:
             raise UsageError(f"-o {ov.name}: no selected recipe has an option '{ov.name}' "
                              f"(options: {', '.join(sorted(known)) or 'none'})")
@@ -92,7 +100,7 @@ def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
 
     rs, roots = _load(args, ws)
     host = _host(ws, rs, facts_file)
-    request = _request(args, roots, plan_all)
+    request = _request(args, roots, plan_all, frozenset(r.name for r in rs.closure(roots)))
     closure = rs.closure(roots)
     state = read_state(ws, closure)
     notes: list[str] = []

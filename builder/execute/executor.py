@@ -254,8 +254,11 @@ class Executor:
             fetch.write_marker(partial, marker)
             replace_dir(partial, dest)
         except fetch.FetchError as exc:
-            raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
-                             str(exc)) from None
+            failed_log = self._log_path(step)
+            failed_log.parent.mkdir(parents=True, exist_ok=True)
+            with open(failed_log, "a", encoding="utf-8") as f:  # the log the error names
+                f.write(f"# fetch failed: {exc}\n")
+            raise StepFailed(step.id, [], 1, str(failed_log), [str(exc)], str(exc)) from None
         finally:
             shutil.rmtree(partial, ignore_errors=True)
 

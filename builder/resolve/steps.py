@@ -430,7 +430,9 @@ def memory_prediction(ctx: VariantContext) -> dict[str, Any]:
         heavy.append((est.peak, rel, est.source))
     pred = simulate(jobs, ctx.budget, ctx.jobs)
     heavy.sort(reverse=True)
+    lightest = heavy[-1] if heavy else None
     return {"jobs": pred.jobs, "wall": round(pred.wall, 1), "peak": pred.peak,
+            **({"lightest": {"file": lightest[1], "peak": lightest[0]}} if lightest else {}),
             "parallelism": round(pred.parallelism, 2), "budget": ctx.budget,
             "heaviest": [{"file": f, "peak": p, "source": src} for p, f, src in heavy[:5]]}
 

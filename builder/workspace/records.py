@@ -72,7 +72,7 @@ def string(v: Any, where: str = "") -> str:
     return v
 
 
-def number(v: Any, where: str = "", lo: float = 0.0, hi: float = 1e18) -> float:
+def number(v: Any, where: str = "", lo: float = 0.0, hi: float = 1e300) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise ShapeError(where, f"expected a finite number, got {_kind(v)}")
     if not lo <= v <= hi:
@@ -303,7 +303,7 @@ def _pair_list(v: Any, where: str) -> list[Any]:
 
 
 def _numbers(v: Any, where: str) -> list[float]:
-    return [number(x, f"{where}[{i}]", -1e18) for i, x in enumerate(list_of(v, where))]
+    return [number(x, f"{where}[{i}]", -1e300) for i, x in enumerate(list_of(v, where))]
 
 
 def _strings(v: Any, where: str) -> list[str]:
@@ -328,7 +328,7 @@ def parse_host_cache(data: Any) -> dict[str, Any]:
                 get(d, "packages", _pair_list, key)
                 _opt(d, "cmake_prefixes", _pair_list, key)
                 _opt(d, "purelib", string, key)
-                _opt(d, "purelib_mtime", lambda x, w: number(x, w, -1e18), key)
+                _opt(d, "purelib_mtime", lambda x, w: number(x, w, -1e300), key)
         elif key.startswith("dpkg-multiarch|"):
             _pair_list(v, key)
         else:
@@ -380,7 +380,7 @@ def read_step_times(path: Path) -> dict[str, float]:
 def parse_last_build(data: Any) -> dict[str, Any]:
     d = obj(data)
     for f in ("started", "ended"):
-        get(d, f, lambda x, w: number(x, w, -1e18))
+        get(d, f, lambda x, w: number(x, w, -1e300))
     _opt(d, "budget", number, "")
     get(d, "host", string, default="")
     s = get(d, "summary", obj)
@@ -396,12 +396,12 @@ def parse_last_build(data: Any) -> dict[str, Any]:
         get(so, "id", string, f"steps[{i}]")
         _opt(so, "status", string, f"steps[{i}]")
         for f in ("start", "end", "seconds"):
-            _opt(so, f, lambda x, w: number(x, w, -1e18), f"steps[{i}]")
+            _opt(so, f, lambda x, w: number(x, w, -1e300), f"steps[{i}]")
     for i, j in enumerate(list_of(d.get("compile_jobs", []), "compile_jobs")):
         jo = obj(j, f"compile_jobs[{i}]")
         get(jo, "file", string, f"compile_jobs[{i}]")
         for f in ("t_start", "t_end"):
-            get(jo, f, lambda x, w: number(x, w, -1e18), f"compile_jobs[{i}]")
+            get(jo, f, lambda x, w: number(x, w, -1e300), f"compile_jobs[{i}]")
         for f in ("peak", "estimate"):
             _opt(jo, f, number, f"compile_jobs[{i}]")
     return d
@@ -417,13 +417,13 @@ def read_last_build(path: Path) -> dict[str, Any] | None:
 def parse_jobs_report(data: Any) -> dict[str, Any]:
     d = obj(data)
     get(d, "step", string)
-    number(d.get("wall0", 0), "wall0", -1e18)
+    number(d.get("wall0", 0), "wall0", -1e300)
     _opt(d, "budget", number, "")
     for i, j in enumerate(list_of(d.get("jobs", []), "jobs")):
         jo = obj(j, f"jobs[{i}]")
-        get(jo, "queued", lambda x, w: number(x, w, -1e18), f"jobs[{i}]")
+        get(jo, "queued", lambda x, w: number(x, w, -1e300), f"jobs[{i}]")
         for f in ("started", "ended"):
-            _opt(jo, f, lambda x, w: number(x, w, -1e18), f"jobs[{i}]")
+            _opt(jo, f, lambda x, w: number(x, w, -1e300), f"jobs[{i}]")
         _opt(jo, "file", string, f"jobs[{i}]")
     return d
 

@@ -38,7 +38,8 @@ VALID: dict[str, Any] = {
     "host.json": {"tool:cmake|/usr/bin/cmake|1:2|": {"version": "3.25.1", "archs": []},
                   "python|/usr/bin/python3|3:4|torch": {
                       "version": "3.11", "full": "3.11.2", "packages": [["torch", "2.13.0"]],
-                      "purelib": "/usr/lib/python3/dist-packages", "purelib_mtime": 1.0},
+                      "purelib": "/usr/lib/python3/dist-packages",
+                      "purelib_mtime": 1795456902553261392},
                   "dpkg-multiarch|/var/lib/dpkg/status|5:6|x": [["libx-dev", "1.0"]]},
     "memory-history.json": {"version": 1, "jobs": {"ab": {
         "file": "/src/a.cpp", "peak": 100, "seconds": 1.5, "cpu": 1.2, "when": 5.0,
