@@ -77,7 +77,8 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                       f"killed with SIGKILL had left running", file=sys.stderr)
         unusable: frozenset[str] = frozenset()
         while True:
-            plan, named = _plan(args, ws, plan_all=False, unusable=unusable)
+            plan, named = _plan(args, ws, plan_all=False, unusable=unusable,
+                                check_sources=True)
             _check_requested(plan, args, named)
             if args.lockfile is not None:
                 from builder.workspace.pins import check

@@ -90,10 +90,12 @@ def _request(args: argparse.Namespace, roots: list, plan_all: bool,  # type: ign
 
 
 def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
-          facts_file: Path | None = None, unusable: frozenset[str] = frozenset()
-          ) -> tuple[BuildPlan, list[str]]:
+          facts_file: Path | None = None, unusable: frozenset[str] = frozenset(),
+          check_sources: bool = False) -> tuple[BuildPlan, list[str]]:
     """The plan, and the names of the recipes the user asked for.  With ``--remote``, the
-    remote is asked which variants it holds (except the keys in ``unusable``)."""
+    remote is asked which variants it holds (except the keys in ``unusable``).  With
+    ``check_sources``, the ``path`` sources of what will be built pass the source policy
+    (no link out of the tree, no special file)."""
     from dataclasses import replace
 
     from builder.workspace.state import read_state
@@ -119,6 +121,15 @@ def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
                          f"(--remote-optional)")
         state = replace(state, remote_keys=keys - unusable)
     plan = resolve(roots, rs, request, host, state, ws)
+    if check_sources:
+        from builder.plan.model import BUILD
+        from builder.source.policy import check_tree
+
+        building = {v.recipe for v in plan.variants if v.status == BUILD}
+        for r in closure:
+            for s in r.sources if r.name in building else ():
+                if s.kind == "path":
+                    check_tree(Path(s.location), f"{r.display}: source.path")
     if notes:
         plan = replace(plan, notes=(*notes, *plan.notes))
     return plan, [r.name for r in roots]

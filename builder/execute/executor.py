@@ -214,23 +214,27 @@ class Executor:
                              f"cannot build the wheel: {exc}") from None
 
     def _do_fetch(self, step: Step) -> None:
-        from builder.source import fetch
+        from builder.source import fetch, policy
 
         dest, partial = Path(step.param("dest")), Path(step.param("partial"))
         if fetch.is_fetched(dest):
             return
         shutil.rmtree(partial, ignore_errors=True)
+        limits = policy.Limits.from_env(os.environ)  # one time and size cap per fetch
         try:
             if step.param("kind") == "url":
                 archive = dest.with_name(dest.name + ".download")
                 try:
-                    fetch.download(step.param("location"), archive, step.param("sha256"))
-                    fetch.extract(archive, partial)
+                    fetch.download(step.param("location"), archive, step.param("sha256"),
+                                   limits)
+                    fetch.extract(archive, partial, limits, step.param("location"))
                 finally:
                     archive.unlink(missing_ok=True)
                 fetch.strip_single_top(partial)
             try:
-                self._commands(step)  # git clone + checkout, then patches
+                self._commands(replace(step, timeout=int(min(step.timeout or limits.timeout,
+                                                             limits.timeout)),
+                                       env=(*step.env, *policy.git_env().items())))
             except StepFailed as failed:
                 if "patch" in Path(failed.argv[0]).name:
                     failed.explanation = "a patch does not apply cleanly to this source"
@@ -251,9 +255,14 @@ class Executor:
                 if branch:
                     with open(self._log_path(step), "a", encoding="utf-8") as log:
                         log.write(f"# {rev} resolved to commit {head}\n")
+            if policy.tree_size(partial) > limits.max_size:
+                raise fetch.FetchError(f"{step.param('location')}: larger than the fetch size "
+                                       f"cap ({limits.max_size} bytes); raise "
+                                       f"BUILDER_FETCH_MAX_SIZE if it is expected")
+            policy.check_tree(partial, step.param("location"))  # links out, special files
             fetch.write_marker(partial, marker)
             replace_dir(partial, dest)
-        except fetch.FetchError as exc:
+        except (fetch.FetchError, policy.SourcePolicyError) as exc:
             failed_log = self._log_path(step)
             failed_log.parent.mkdir(parents=True, exist_ok=True)
             with open(failed_log, "a", encoding="utf-8") as f:  # the log the error names
