@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -200,7 +201,9 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
         plan, _ = _plan(args, ws, plan_all=False)
         conan = next((c[0] for s in plan.steps for c in s.commands
                       if c and Path(c[0]).name == "conan"), "conan")
-        print(f"publishing to {name} ({remote.configured(ws).get(name, '?')}):")
+        from builder.util.secrets import redact_url
+
+        print(f"publishing to {name} ({redact_url(remote.configured(ws).get(name, '?'))}):")
         n = remote.publish(plan, ws, name, conan, SubprocessRunner(owner=str(ws.state)), print)
     print(f"published {n} variant(s) to {name}")
     return 0
@@ -214,13 +217,23 @@ def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
     env = {**os.environ, "CONAN_HOME": str(ws.conan_home)}
     if args.remote_command == "list":
         remotes = remote.configured(ws)
+        from builder.util.secrets import redact_url
+
         for n, url in remotes.items():
-            print(f"{n}  {url}")
+            print(f"{n}  {redact_url(url)}")
         if not remotes:
             print(f"no remote configured in {display_path(ws.conan_home)} (builds are "
                   f"offline); add one with `builder remote add NAME URL`")
         return 0
     if args.remote_command == "add":
+        from builder.util.secrets import url_credentials
+
+        if url_credentials(args.url):
+            var = re.sub(r"[^A-Za-z0-9]", "_", args.name).upper()
+            raise UsageError(f"the URL of remote '{args.name}' carries a user name or "
+                             f"password; builder keeps credentials out of its files\n  fix: "
+                             f"give the URL without them and export "
+                             f"CONAN_LOGIN_USERNAME_{var}=… CONAN_PASSWORD_{var}=…")
         argv = ["conan", "remote", "add", args.name, args.url, "--force",
                 *(["--insecure"] if args.insecure else [])]
     else:

@@ -69,6 +69,7 @@ def _request(args: argparse.Namespace, roots: list, plan_all: bool,  # type: ign
     (the selected ones and what they require)."""
     known = {o.name for r in roots for o in r.options}
     project = project | {r.name for r in roots}
+    _refuse_credentials(roots)
     for ov in args.option:
         if ov.recipe and ov.recipe not in project:
             raise UsageError(f"-o {ov.recipe}:{ov.name}={ov.value}: no recipe named "
@@ -87,6 +88,30 @@ def _request(args: argparse.Namespace, roots: list, plan_all: bool,  # type: ign
                    run_tests=not getattr(args, "no_tests", False),
                    conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
                    cache_remote=args.cache_remote, remote=getattr(args, "remote", ""))
+
+
+def _refuse_credentials(recipes: list) -> None:  # type: ignore[type-arg]
+    """A recipe that substitutes a credential variable (``${env.CONAN_PASSWORD_X}``)
+    would write it into CMake caches, logs and plans: refused, located."""
+    from builder.errors import Diagnostic, Location, RecipeError
+    from builder.resolve.keyinputs import env_names
+    from builder.util.secrets import credential_names
+
+    diags = []
+    for r in recipes:
+        for name in credential_names(env_names(r)):
+            lines = r.positions.lines if r.positions else []
+            at = next(((i, t.index("${env." + name)) for i, t in enumerate(lines, 1)
+                       if "${env." + name in t), (0, 0))
+            diags.append(Diagnostic(
+                Location(r.display, at[0], at[1] + 1 if at[0] else 0), "",
+                f"${{env.{name}}} is a credential; builder never substitutes one (it would "
+                "end up in CMake caches, logs and plans)",
+                "let the tool read it from the environment itself (Conan reads "
+                "CONAN_LOGIN_USERNAME_<REMOTE> and CONAN_PASSWORD_<REMOTE>)",
+                lines[at[0] - 1] if at[0] else ""))
+    if diags:
+        raise RecipeError(diags)
 
 
 def _plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
@@ -362,7 +387,9 @@ def _main(argv: Sequence[str] | None, runner: Runner | None) -> int:
             from builder.cli.entry import ignore_interrupts
 
             ignore_interrupts()  # a second Ctrl-C while saying so changes nothing
-        print(exc.render(), file=sys.stderr)
+        from builder.util.secrets import redact
+
+        print(redact(exc.render()), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         from builder.cli.entry import interrupted
