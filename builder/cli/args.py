@@ -11,10 +11,12 @@ from pathlib import Path
 from builder import __version__
 from builder.resolve.options import OptionOverride
 
-EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe
-or host-facts file; 4 cannot be planned on this host (missing tool, unsupported arch);
-5 workspace locked (--no-wait); 6 a Conan remote is unknown, down or refuses the
-credentials; 130 interrupted."""
+EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe,
+host-facts file or lockfile; 4 cannot be planned on this host (missing tool, unsupported arch,
+a source the source policy refuses, a memory budget below the lightest job); 5 workspace locked
+(--no-wait); 6 a Conan remote is unknown, down or refuses the credentials; 7 refused to touch
+something builder did not create; 8 a file or folder cannot be read or written; 130
+interrupted."""
 
 
 def _size(text: str) -> int:
