@@ -1,5 +1,3 @@
-import sys
+from builder.cli.entry import run
 
-from builder.cli.main import main
-
-sys.exit(main())
+run()

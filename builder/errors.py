@@ -13,6 +13,9 @@ code  meaning
 4     the request cannot be planned on this host (missing tool, unsupported arch…)
 5     the workspace is locked by another builder process (``--no-wait``)
 6     a Conan remote is not configured, cannot be reached or refuses the credentials
+7     refused: builder would write into, replace or delete something it did not create
+8     a file or folder cannot be read or written (permissions, a file where a folder
+      is expected, a full disk…)
 130   interrupted (Ctrl-C)
 ====  =======================================================
 """
@@ -174,6 +177,70 @@ class RemoteError(BuilderError):
 
     def render(self) -> str:
         return f"error: remote '{self.remote}': {self.why}\n  fix: {self.fix}"
+class InputFileError(BuilderError):
+    """A file the user gave builder (a lockfile, a host-facts file) is not what it should
+    be: wrong encoding, not JSON, or the wrong shape.  Exit code 3, like a bad recipe."""
+
+    exit_code = 3
+
+    def __init__(self, path: str, problem: str, fix: str) -> None:
+        self.path, self.problem, self.fix = path, problem, fix
+        super().__init__(f"{path}: {problem}")
+
+    def render(self) -> str:
+        return f"error: {self.path}: {self.problem}\n  fix: {self.fix}"
+
+
+class OwnershipError(BuilderError):
+    """builder was about to write into, replace or delete something it did not create
+    (a folder that is not builder's, a state folder that is not one).  Nothing was
+    touched."""
+
+    exit_code = 7
+
+    def __init__(self, path: str, reason: str, fix: str) -> None:
+        self.path, self.reason, self.fix = path, reason, fix
+        super().__init__(f"refusing to touch {path}: {reason}")
+
+    def render(self) -> str:
+        return f"error: refusing to touch {self.path}: {self.reason}\n  fix: {self.fix}"
+
+
+class FileSystemError(BuilderError):
+    """An operating-system error on a path (permission denied, a file where a folder is
+    expected, no space left…), with the path and what to do."""
+
+    exit_code = 8
+
+    def __init__(self, path: str, problem: str, fix: str) -> None:
+        self.path, self.problem, self.fix = path, problem, fix
+        super().__init__(f"{path}: {problem}")
+
+    def render(self) -> str:
+        return f"error: {self.path}: {self.problem}\n  fix: {self.fix}"
+
+    @staticmethod
+    def of(exc: OSError, doing: str = "") -> FileSystemError:
+        """An :class:`OSError` as an error naming its path and a fix."""
+        import errno
+
+        path = str(exc.filename or "?")
+        what = exc.strerror or str(exc)
+        fixes = {
+            errno.EACCES: "check the permissions of the path (or pick another folder with "
+                          "--state-dir)",
+            errno.EPERM: "check the permissions of the path",
+            errno.EROFS: "the file system is read-only: pick a writable folder (--state-dir)",
+            errno.ENOSPC: "free disk space (`builder cache prune`) or use another disk",
+            errno.EDQUOT: "free disk space or raise the quota",
+            errno.ENOTDIR: "a file stands where a folder is expected: move the file away",
+            errno.EISDIR: "a folder stands where a file is expected: name a file instead",
+            errno.EEXIST: "move the existing file or folder away",
+            errno.ENAMETOOLONG: "use a shorter path",
+            errno.ELOOP: "a symbolic link loops: fix or remove it",
+        }
+        fix = fixes.get(exc.errno or 0, "check that the path exists and is usable")
+        return FileSystemError(path, f"{doing + ': ' if doing else ''}{what}", fix)
 
 
 class Interrupted(BuilderError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 
 from builder import __version__
@@ -12,10 +13,12 @@ from builder.resolve.request import OptionOverride
 
 __all__ = ["EPILOG", "parser"]
 
-EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe
-or host-facts file; 4 cannot be planned on this host (missing tool, unsupported arch);
-5 workspace locked (--no-wait); 6 a Conan remote is unknown, down or refuses the
-credentials; 130 interrupted."""
+EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe,
+host-facts file or lockfile; 4 cannot be planned on this host (missing tool, unsupported arch,
+a source the source policy refuses, a memory budget below the lightest job); 5 workspace locked
+(--no-wait); 6 a Conan remote is unknown, down or refuses the credentials; 7 refused to touch
+something builder did not create; 8 a file or folder cannot be read or written; 130
+interrupted."""
 
 
 def _size(text: str) -> int:
@@ -23,8 +26,24 @@ def _size(text: str) -> int:
 
     try:
         return parse_size(text)
+    except ValueError as exc:
+        why = str(exc) if "too large" in str(exc) else f"not a size: {text!r}"
+        raise argparse.ArgumentTypeError(f"{why} (try 6GiB or 800MiB)") from None
+
+
+def _count(text: str) -> int:
+    """A job count: 1 … 4096 (0 keeps the default: the host's CPUs)."""
+    try:
+        n = int(text.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 6GiB or 800MiB)") from None
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= n <= 4096:
+        raise argparse.ArgumentTypeError(f"{n} is out of range: give 1 to 4096 (0: one per "
+                                         f"CPU)")
+    return n
+
+
+_NAME = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
 def _option(text: str) -> OptionOverride:
@@ -32,7 +51,16 @@ def _option(text: str) -> OptionOverride:
     if not eq or not name:
         raise argparse.ArgumentTypeError(f"expected name=value or recipe:name=value, got "
                                          f"{text!r}")
+    bad = next((c for c in value if c in "\n\r\0" or (ord(c) < 32 and c != "\t")), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"{name}: the value contains a control character "
+                                         f"({bad!r}); give it on one line")
     recipe, colon, opt = name.partition(":")
+    for part in ((recipe, opt) if colon else (name,)):
+        if not _NAME.fullmatch(part):
+            raise argparse.ArgumentTypeError(f"{name!r} is not an option name (letters, "
+                                             f"digits, '_', '-', '.'; recipe:name for one "
+                                             f"recipe)")
     return OptionOverride(recipe, opt, value) if colon else OptionOverride("", name, value)
 
 
@@ -90,7 +118,7 @@ def parser() -> argparse.ArgumentParser:
                              "redis://127.0.0.1:6379")
         sp.add_argument("--conan-remote", default="", metavar="NAME",
                         help="Conan remote for requirements with `provider: remote`")
-        sp.add_argument("-j", "--jobs", type=int, default=0, help="parallel compile jobs "
+        sp.add_argument("-j", "--jobs", type=_count, default=0, help="parallel compile jobs "
                         "(default: usable CPUs)")
         sp.add_argument("--remote", default=os.environ.get("BUILDER_REMOTE", ""),
                         metavar="NAME", help="download variants published on this Conan "
@@ -195,6 +223,12 @@ def parser() -> argparse.ArgumentParser:
                     "lockfile pins (default: builder.workspace.lock in the project, when present)")
     ca.add_argument("--no-wait", action="store_true",
                     help="prune: fail at once if a build holds the workspace")
+
+    vf = sub.add_parser("verify", help="check every installed file against its manifest",
+                        description="Read every file of every install tree and published "
+                        "kernel tree and compare it with the sha256 its manifest recorded "
+                        "(and that no file is missing or added). Exit 1 if any differs.")
+    vf.add_argument("--format", choices=("text", "json"), default="text")
 
     sc = sub.add_parser("schema", help="print the recipe JSON Schema (or its reference table)")
     sc.add_argument("--format", choices=("json", "markdown"), default="json")

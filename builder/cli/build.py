@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 from builder.cli.planning import make_plan
 from builder.errors import Interrupted, PlanError, UsageError
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
-from builder.plan.payloads import WheelBuild
+from builder.plan.payloads import PublishKernels, WheelBuild
 from builder.recipe.recipeset import display_path
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
@@ -39,6 +40,30 @@ def _check_requested(plan: BuildPlan, args: argparse.Namespace, named: list[str]
         raise PlanError(f"cannot build {v.id}: {v.reason}\n  fix: {v.fix}")
 
 
+def _check_budget(plan: BuildPlan, args: argparse.Namespace) -> None:
+    """A memory budget below the lightest compile job of a build step that will run is
+    said before anything runs: an error when it was asked for (--memory-budget), a note
+    when it is what this host has left."""
+    from builder.plan.payloads import CompileJobs
+    from builder.workspace.prune import human as gib
+
+    budget = plan.memory_budget
+    for s in plan.steps:
+        if not isinstance(s.payload, CompileJobs) or s.status != BUILD:
+            continue
+        light = s.payload.prediction.lightest
+        if light is None or budget >= light.peak:
+            continue
+        what = (f"the memory budget {gib(budget)} is below the lightest compile job of "
+                f"{s.id} ({light.file}, estimated peak {gib(light.peak)})")
+        if args.memory_budget:
+            raise PlanError(f"{what}\n  fix: raise --memory-budget to at least "
+                            f"{gib(light.peak)}, or leave it out to use what this host has")
+        print(f"note: {what}; jobs will run one at a time with the recipe's low-memory "
+              f"flags and may still be killed: free memory first", file=sys.stderr)
+        return
+
+
 def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = None) -> int:
     from builder.errors import DownloadFailed
     from builder.workspace.lock import workspace_lock
@@ -54,12 +79,19 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                       f"killed with SIGKILL had left running", file=sys.stderr)
         unusable: frozenset[str] = frozenset()
         while True:
-            plan, named = make_plan(args, ws, plan_all=False, unusable=unusable)
+            plan, named = make_plan(args, ws, plan_all=False, unusable=unusable,
+                                   check_sources=True)
             _check_requested(plan, args, named)
             if args.lockfile is not None:
                 from builder.workspace.pins import check
 
                 check(plan, args.lockfile)
+            _check_budget(plan, args)
+            from builder.workspace.ownership import preflight
+
+            preflight([(s.kind, s.payload.tree) for s in plan.steps
+                       if isinstance(s.payload, PublishKernels) and s.status == BUILD],
+                      ws.state)
             ran = _execute(args, ws, plan, runner, t0)
             if ran is None:
                 return 0
@@ -200,7 +232,9 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
         plan, _ = make_plan(args, ws, plan_all=False)
         conan = next((c[0] for s in plan.steps for c in s.commands
                       if c and Path(c[0]).name == "conan"), "conan")
-        print(f"publishing to {name} ({remote.configured(ws).get(name, '?')}):")
+        from builder.util.secrets import redact_url
+
+        print(f"publishing to {name} ({redact_url(remote.configured(ws).get(name, '?'))}):")
         n = remote.publish(plan, ws, name, conan, SubprocessRunner(owner=str(ws.state)), print)
     print(f"published {n} variant(s) to {name}")
     return 0
@@ -229,8 +263,10 @@ def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
     env = {**os.environ, "CONAN_HOME": str(ws.conan_home)}
     if args.remote_command == "list":
         remotes = remote.configured(ws)
+        from builder.util.secrets import redact_url
+
         for n, url in remotes.items():
-            print(f"{n}  {url}")
+            print(f"{n}  {redact_url(url)}")
         if not remotes:
             print(f"no remote configured in {display_path(ws.conan_home)} (builds are "
                   f"offline); add one with `builder remote add NAME URL`")
@@ -239,6 +275,14 @@ def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
 
     conan = find_executable("conan") or "conan"
     if args.remote_command == "add":
+        from builder.util.secrets import url_credentials
+
+        if url_credentials(args.url):
+            var = re.sub(r"[^A-Za-z0-9]", "_", args.name).upper()
+            raise UsageError(f"the URL of remote '{args.name}' carries a user name or "
+                             f"password; builder keeps credentials out of its files\n  fix: "
+                             f"give the URL without them and export "
+                             f"CONAN_LOGIN_USERNAME_{var}=… CONAN_PASSWORD_{var}=…")
         argv = [conan, "remote", "add", args.name, args.url, "--force",
                 *(["--insecure"] if args.insecure else [])]
     else:

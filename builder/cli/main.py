@@ -16,14 +16,14 @@ from pathlib import Path
 
 from builder.cli import args as cli_args
 from builder.cli.planning import find_project, host_facts, make_plan
-from builder.errors import BuilderError, Interrupted, UsageError
+from builder.errors import BuilderError, FileSystemError, UsageError
 from builder.recipe.recipeset import RecipeSet, display_path
 from builder.resolve.request import Request
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
 __all__ = ["cmd_cache", "cmd_host", "cmd_lock", "cmd_matrix", "cmd_plan", "cmd_report",
-           "cmd_schema", "cmd_validate", "main"]
+           "cmd_schema", "cmd_validate", "cmd_verify", "main"]
 
 
 def cmd_validate(args: argparse.Namespace, ws: Workspace) -> int:
@@ -168,6 +168,15 @@ def cmd_cache(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace, ws: Workspace) -> int:
+    from builder.workspace import verify
+
+    result = verify.verify(ws)
+    sys.stdout.write(json.dumps(result, indent=1) + "\n" if args.format == "json"
+                     else verify.format_text(result))
+    return 1 if result["bad"] else 0
+
+
 def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.recipe.docs import markdown
     from builder.recipe.validate import schema
@@ -201,16 +210,34 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int:
     """Run the CLI.  ``runner`` replaces the subprocess runner (tests record argv)."""
+    try:
+        return _main(argv, runner)
+    except KeyboardInterrupt:
+        from builder.cli.interrupts import interrupted
+
+        return interrupted()
+
+
+def _main(argv: Sequence[str] | None, runner: Runner | None) -> int:
     parser = cli_args.parser()
     args = parser.parse_args(argv)
-    root = args.project or find_project(Path.cwd())
+    try:
+        root = args.project or find_project(Path.cwd())
+    except OSError as exc:  # the current folder was removed, or cannot be read
+        print(FileSystemError.of(exc, "cannot use the current folder").render(),
+              file=sys.stderr)
+        return FileSystemError.exit_code
     state = args.state_dir or (Path(os.environ["BUILDER_STATE_DIR"])
                                if os.environ.get("BUILDER_STATE_DIR") else None)
     ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
                 "schema": cmd_schema, "lock": cmd_lock, "report": cmd_report,
-                "matrix": cmd_matrix, "cache": cmd_cache}
+                "matrix": cmd_matrix, "cache": cmd_cache, "verify": cmd_verify}
     try:
+        if args.command not in ("schema", "validate", "matrix"):
+            from builder.workspace.ownership import claim_state
+
+            claim_state(ws.state)  # before anything is written to or deleted from it
         if args.command in ("build", "publish", "remote"):
             from builder.cli import build as cli_build
 
@@ -222,13 +249,27 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
                 return cli_build.cmd_build(args, ws, runner)
         return commands[args.command](args, ws)
     except BuilderError as exc:
-        print(exc.render(), file=sys.stderr)
+        if exc.exit_code == 130:
+            from builder.cli.interrupts import ignore_interrupts
+
+            ignore_interrupts()  # a second Ctrl-C while saying so changes nothing
+        from builder.util.secrets import redact
+
+        print(redact(exc.render()), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(Interrupted("interrupted").render(), file=sys.stderr)
-        return 130
+        from builder.cli.interrupts import interrupted
+
+        return interrupted()
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path that cannot be read or written: named, with a fix
+        err = FileSystemError.of(exc)
+        print(err.render(), file=sys.stderr)
+        return err.exit_code
+    except RecursionError:
+        print("error: the input is nested too deeply to process", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,8 @@ from builder.resolve.request import Request
 from builder.resolve.resolver import env_snapshot, resolve
 from builder.workspace.paths import Workspace
 
-__all__ = ["find_project", "host_facts", "load_recipes", "make_plan", "request_for"]
+__all__ = ["find_project", "host_facts", "load_recipes", "make_plan", "refuse_credentials",
+           "request_for"]
 
 
 def find_project(start: Path) -> Path:
@@ -58,9 +59,18 @@ def host_facts(ws: Workspace, rs: RecipeSet | None, facts_file: Path | None = No
                  needed_packages(rs.recipes) if rs is not None else ())
 
 
-def request_for(args: argparse.Namespace, roots: list, plan_all: bool) -> Request:  # type: ignore[type-arg]
+def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: ignore[type-arg]
+                project: frozenset[str] = frozenset()) -> Request:
+    """The request; ``project``: the recipes a ``recipe:`` prefix of ``-o`` may name
+    (the selected ones and what they require)."""
     known = {o.name for r in roots for o in r.options}
+    project = project | {r.name for r in roots}
+    refuse_credentials(roots)
     for ov in args.option:
+        if ov.recipe and ov.recipe not in project:
+            raise UsageError(f"-o {ov.recipe}:{ov.name}={ov.value}: no recipe named "
+                             f"'{ov.recipe}' is part of this build (recipes: "
+                             f"{', '.join(sorted(project))})")
         if not ov.recipe and ov.name not in known:
             raise UsageError(f"-o {ov.name}: no selected recipe has an option '{ov.name}' "
                              f"(options: {', '.join(sorted(known)) or 'none'})")
@@ -76,18 +86,44 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool) -> Reques
                    cache_remote=args.cache_remote, remote=getattr(args, "remote", ""))
 
 
+def refuse_credentials(recipes: list) -> None:  # type: ignore[type-arg]
+    """A recipe that substitutes a credential variable (``${env.CONAN_PASSWORD_X}``)
+    would write it into CMake caches, logs and plans: refused, located."""
+    from builder.errors import Diagnostic, Location, RecipeError
+    from builder.resolve.keyinputs import env_names
+    from builder.util.secrets import credential_names
+
+    diags = []
+    for r in recipes:
+        for name in credential_names(env_names(r)):
+            lines = r.positions.lines if r.positions else []
+            at = next(((i, t.index("${env." + name)) for i, t in enumerate(lines, 1)
+                       if "${env." + name in t), (0, 0))
+            diags.append(Diagnostic(
+                Location(r.display, at[0], at[1] + 1 if at[0] else 0), "",
+                f"${{env.{name}}} is a credential; builder never substitutes one (it would "
+                "end up in CMake caches, logs and plans)",
+                "let the tool read it from the environment itself (Conan reads "
+                "CONAN_LOGIN_USERNAME_<REMOTE> and CONAN_PASSWORD_<REMOTE>)",
+                lines[at[0] - 1] if at[0] else ""))
+    if diags:
+        raise RecipeError(diags)
+
+
 def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
-          facts_file: Path | None = None, unusable: frozenset[str] = frozenset()
-          ) -> tuple[BuildPlan, list[str]]:
+              facts_file: Path | None = None, unusable: frozenset[str] = frozenset(),
+              check_sources: bool = False) -> tuple[BuildPlan, list[str]]:
     """The plan, and the names of the recipes the user asked for.  With ``--remote``, the
-    remote is asked which variants it holds (except the keys in ``unusable``)."""
+    remote is asked which variants it holds (except the keys in ``unusable``).  With
+    ``check_sources``, the ``path`` sources of what will be built pass the source policy
+    (no link out of the tree, no special file)."""
     from dataclasses import replace
 
     from builder.workspace.state import read_state
 
     rs, roots = load_recipes(args, ws)
     host = host_facts(ws, rs, facts_file)
-    request = request_for(args, roots, plan_all)
+    request = request_for(args, roots, plan_all, frozenset(r.name for r in rs.closure(roots)))
     closure = rs.closure(roots)
     state = read_state(ws, closure)
     notes: list[str] = []
@@ -106,6 +142,15 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
                          f"(--remote-optional)")
         state = replace(state, remote_keys=keys - unusable)
     plan = resolve(roots, rs, request, host, state, ws)
+    if check_sources:
+        from builder.plan.model import BUILD
+        from builder.source.policy import check_tree
+
+        building = {v.recipe for v in plan.variants if v.status == BUILD}
+        for r in closure:
+            for s in r.sources if r.name in building else ():
+                if s.kind == "path":
+                    check_tree(Path(s.location), f"{r.display}: source.path")
     if notes:
         plan = replace(plan, notes=(*notes, *plan.notes))
     return plan, [r.name for r in roots]

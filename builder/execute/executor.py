@@ -141,9 +141,14 @@ class Executor:
         if self.on_line is not None:
             sink = self.on_line
             callback = lambda line, sid=step.id: sink(sid, line)  # noqa: E731
+        env = dict(step.env)
+        if step.kind == "test":  # tests write no Python caches into the source tree
+            from builder.source.policy import test_env
+
+            env = test_env(env)
         for n, argv in enumerate(step.commands):
             path = log if n == 0 else log.with_suffix(f".{n}.log")
-            res = self.runner.run(argv, cwd=cwd, env_changes=dict(step.env), log_path=path,
+            res = self.runner.run(argv, cwd=cwd, env_changes=env, log_path=path,
                                   timeout=step.timeout, on_line=callback)
             if res.interrupted:
                 raise Interrupted(f"interrupted during {step.id}; the next build resumes "
@@ -237,7 +242,7 @@ class Executor:
             out.write("".join(f"# {line}\n" for line in said) + f"# wheel: {final}{note}\n")
 
     def _do_fetch(self, step: Step) -> None:
-        from builder.source import fetch
+        from builder.source import fetch, policy
 
         src = step.payload
         assert isinstance(src, FetchSource)
@@ -245,17 +250,20 @@ class Executor:
         if fetch.is_fetched(dest):
             return
         shutil.rmtree(partial, ignore_errors=True)
+        limits = policy.Limits.from_env(os.environ)  # one time and size cap per fetch
         try:
             if src.kind == "url":
                 archive = dest.with_name(dest.name + ".download")
                 try:
-                    fetch.download(src.location, archive, src.sha256)
-                    fetch.extract(archive, partial)
+                    fetch.download(src.location, archive, src.sha256, limits)
+                    fetch.extract(archive, partial, limits, src.location)
                 finally:
                     archive.unlink(missing_ok=True)
                 fetch.strip_single_top(partial)
             try:
-                self._commands(step)  # git clone + checkout, then patches
+                self._commands(replace(step, timeout=int(min(step.timeout or limits.timeout,
+                                                             limits.timeout)),
+                                       env=(*step.env, *policy.git_env().items())))
             except StepFailed as failed:
                 if "patch" in Path(failed.argv[0]).name:
                     failed.explanation = "a patch does not apply cleanly to this source"
@@ -276,11 +284,19 @@ class Executor:
                 if branch:
                     with open(self._log_path(step), "a", encoding="utf-8") as log:
                         log.write(f"# {rev} resolved to commit {head}\n")
+            if policy.tree_size(partial) > limits.max_size:
+                raise FetchError(f"{src.location}: larger than the fetch size "
+                                       f"cap ({limits.max_size} bytes); raise "
+                                       f"BUILDER_FETCH_MAX_SIZE if it is expected")
+            policy.check_tree(partial, src.location)  # links out, special files
             fetch.write_marker(partial, marker)
             replace_dir(partial, dest)
-        except FetchError as exc:
-            raise StepFailed(step.id, [], 1, str(self._log_path(step)), [],
-                             str(exc)) from None
+        except (FetchError, policy.SourcePolicyError) as exc:
+            failed_log = self._log_path(step)
+            failed_log.parent.mkdir(parents=True, exist_ok=True)
+            with open(failed_log, "a", encoding="utf-8") as f:  # the log the error names
+                f.write(f"# fetch failed: {exc}\n")
+            raise StepFailed(step.id, [], 1, str(failed_log), [str(exc)], str(exc)) from None
         finally:
             shutil.rmtree(partial, ignore_errors=True)
 
@@ -384,9 +400,12 @@ class Executor:
         pub = step.payload
         assert isinstance(pub, PublishKernels)
         tree, root, artifacts = Path(pub.tree), Path(pub.root), pub.artifacts
-        tmp = root / f".{tree.name}.tmp{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        from builder.workspace import ownership
+
+        ownership.check_tree(tree, ownership.registered_trees(self.ws.state))
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{tree.name}.tmp{os.getpid()}-", dir=root))
+        ownership.mark_tree(tmp)
         records = []
         for a in artifacts:
             rel = Path(a["path"])
@@ -413,10 +432,7 @@ class Executor:
         atomic_write(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
         replace_dir(tmp, tree)
         registry_path = self.ws.kernel_installs
-        try:
-            registry = json.loads(registry_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            registry = {}
+        registry = ownership.registered_trees(self.ws.state)
         registry[str(tree)] = step.inputs_hash
         atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))
 

@@ -32,11 +32,9 @@ def step_key(step_id: str) -> str:
 
 
 def load_times(ws: Workspace) -> dict[str, float]:
-    try:
-        data = json.loads(ws.step_times.read_text(encoding="utf-8"))
-        return {str(k): float(v) for k, v in data.items()}
-    except (OSError, ValueError, AttributeError):
-        return {}
+    from builder.util.records import read_step_times
+
+    return read_step_times(ws.step_times)
 
 
 class BuildRecorder:
@@ -65,10 +63,11 @@ class BuildRecorder:
         jobs: list[dict[str, Any]] = []
         reports = self.ws.reports
         if reports.is_dir():
+            from builder.util.records import read_jobs_report
+
             for p in sorted(reports.glob("*.jobs.json")):
-                try:
-                    data = json.loads(p.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
+                data = read_jobs_report(p)
+                if data is None:
                     continue
                 wall0 = float(data.get("wall0", 0))
                 if wall0 < self.started - 1:

@@ -10,7 +10,6 @@ to do stays well under a second.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -119,8 +118,9 @@ class HostFacts:
                              system_packages=tuple(tuple(x) for x in data.get(
                                  "system_packages", ())),
                              builder_python=str(data.get("builder_python", "")))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RecipeError([Diagnostic(Location(file), "", f"not a host-facts file: {exc}",
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise RecipeError([Diagnostic(Location(file), "", f"not a host-facts file: {what}",
                                           "write one with `builder host --format json`")]) \
                 from None
 
@@ -135,14 +135,23 @@ def _python_from_json(p: dict[str, Any]) -> PythonInfo:
 
 
 def load_host_facts(path: Path) -> HostFacts:
+    from builder.util.records import read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except OSError as exc:
         raise RecipeError([Diagnostic(Location(str(path)), "", f"cannot read: {exc.strerror}")]) \
             from None
-    except json.JSONDecodeError as exc:
-        raise RecipeError([Diagnostic(Location(str(path), exc.lineno, exc.colno), "",
-                                      f"invalid JSON: {exc.msg}")]) from None
+    except ValueError as exc:  # not a regular file, not UTF-8, not JSON
+        raise RecipeError([Diagnostic(Location(str(path)), "", str(exc),
+                                      "write one with `builder host --format json`")]) \
+            from None
     if not isinstance(data, dict):
         raise RecipeError([Diagnostic(Location(str(path)), "", "expected a JSON object")])
-    return HostFacts.from_json(data, path.name)
+    try:
+        return HostFacts.from_json(data, path.name)
+    except RecipeError as exc:  # named by its whole path in the message
+        from dataclasses import replace
+
+        raise RecipeError([replace(d, location=Location(str(path)))
+                           for d in exc.diagnostics]) from None

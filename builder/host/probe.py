@@ -40,11 +40,10 @@ class _ProbeCache:
         self.path = path
         self.data: dict[str, Any] = {}
         self.dirty = False
-        if path is not None and path.is_file():
-            try:
-                self.data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                self.data = {}
+        if path is not None:
+            from builder.util.records import read_host_cache
+
+            self.data = read_host_cache(path)  # checked; a damaged one is set aside
 
     @staticmethod
     def key(kind: str, exe: str, extra: str = "") -> str:
@@ -65,10 +64,9 @@ class _ProbeCache:
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.path)
+        from builder.util.records import write_json
+
+        write_json(self.path, self.data)  # a cache: not saved where it cannot be
 
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")

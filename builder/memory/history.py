@@ -11,8 +11,6 @@ successive measurements there were, with the previous peak.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -44,11 +42,9 @@ class History:
         self.path = path
         self.jobs: dict[str, dict[str, Any]] = {}
         self.by_file: dict[str, dict[str, Any]] = {}
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            self.jobs = dict(data.get("jobs", {}))
-        except (OSError, ValueError, AttributeError):
-            self.jobs = {}
+        from builder.util.records import read_history
+
+        self.jobs = read_history(path)  # checked; a damaged one is set aside
         for rec in sorted(self.jobs.values(), key=lambda r: r.get("when", 0)):
             self.by_file[rec.get("file", "")] = rec
 
@@ -82,8 +78,6 @@ class History:
         self.by_file[file] = rec
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps({"version": 1, "jobs": self.jobs}, indent=1, sort_keys=True),
-                       encoding="utf-8")
-        os.replace(tmp, self.path)
+        from builder.util.records import write_json
+
+        write_json(self.path, {"version": 1, "jobs": self.jobs})

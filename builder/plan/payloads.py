@@ -9,6 +9,7 @@ reads back as the same plan, and the executor never parses strings back into dat
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ class Prediction:
     parallelism: float
     budget: int
     heaviest: tuple[HeavyJob, ...] = ()
+    lightest: HeavyJob | None = None  # the least a compile job needs (budget checks)
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,10 @@ def _value(hint: Any, raw: Any) -> Any:
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _build(hint, raw)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):  # X | None: None, or the X it holds
+        if raw is None:
+            return None
+        return _value(next(a for a in args if a is not type(None)), raw)
     if origin is tuple and isinstance(raw, list):
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_value(args[0], x) for x in raw)

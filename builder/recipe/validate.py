@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -38,8 +39,18 @@ def parse_size(text: str) -> int:
     t = text.strip()
     for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
         if t.endswith(unit):
-            return int(float(t[: -len(unit)].strip()) * _SIZE_UNITS[unit])
+            number = t[: -len(unit)].strip()
+            if not re.fullmatch(r"\d{1,15}(\.\d{1,9})?", number):
+                break  # no sign, exponent, inf or nan
+            value = int(float(number) * _SIZE_UNITS[unit])
+            if value > MAX_SIZE:
+                raise ValueError(f"size too large: {text!r} (at most 1 EiB)")
+            return value
     raise ValueError(f"not a size: {text!r}")
+
+
+#: the largest size builder accepts anywhere (1 EiB)
+MAX_SIZE = 2**60
 
 
 @cache

@@ -12,7 +12,9 @@ them into dicts, lists and scalars ourselves so that:
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,10 +229,24 @@ def load_text(text: str, file: str) -> tuple[Any, Positions]:
     return data, pos
 
 
+#: the largest recipe file read (recipes are a few KB)
+MAX_RECIPE_BYTES = 16 * 2**20
+
+
 def read_text(path: Path, display: str) -> tuple[str, bytes]:
     """A file's text and bytes; unreadable or non-UTF-8 files are located errors."""
     try:
-        raw = path.read_bytes()
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or /dev/zero would never end
+            raise RecipeError([Diagnostic(Location(display), "", f"{path} is not a regular "
+                                          "file (a FIFO, a device, or a link to one)",
+                                          "name a recipe file")])
+        if st.st_size > MAX_RECIPE_BYTES:
+            raise RecipeError([Diagnostic(Location(display), "", f"larger than "
+                                          f"{MAX_RECIPE_BYTES // 2**20} MiB: not a recipe",
+                                          "name a recipe file")])
+        with open(path, "rb") as f:
+            raw = f.read(MAX_RECIPE_BYTES + 1)
     except OSError as exc:
         raise RecipeError([Diagnostic(Location(display), "", f"cannot read: {exc.strerror}",
                                       "check the path")]) from None

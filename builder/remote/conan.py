@@ -109,7 +109,9 @@ def configured(ws: Workspace) -> dict[str, str]:
         data = json.loads((ws.conan_home / "remotes.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return {r["name"]: r.get("url", "") for r in data.get("remotes", [])
+    remotes = data.get("remotes", []) if isinstance(data, dict) else []
+    return {str(r["name"]): str(r.get("url", "")) for r in
+            (remotes if isinstance(remotes, list) else [])
             if isinstance(r, dict) and "name" in r}
 
 

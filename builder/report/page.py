@@ -10,7 +10,6 @@ the plan summary and cache hit rates.  ``--format json`` gives the same data.
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,11 @@ W, LANE, PAD = 1150, 22, 240
 
 
 def load(ws: Workspace) -> dict[str, Any]:
-    path = ws.last_build
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except OSError:
-        raise UsageError(f"no build recorded in {ws.state} yet: run `builder build` first") \
-            from None
-    except ValueError:
-        raise UsageError(f"{path} is damaged: run `builder build` again") from None
+    from builder.util.records import read_last_build
+
+    data = read_last_build(ws.last_build)  # checked; damaged: set aside
+    if data is None:
+        raise UsageError(f"no build recorded in {ws.state} yet: run `builder build` first")
     data["tu_table"] = tu_table(data.get("compile_jobs", []))
     done, cached = data["summary"]["done"], data["summary"]["cached"]
     data["cache_hit_rate"] = round(cached / (done + cached), 3) if done + cached else 0.0

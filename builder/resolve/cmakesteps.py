@@ -332,9 +332,11 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
         heavy.append((est.peak, rel, est.source))
     pred = simulate(jobs, ctx.budget, ctx.jobs)
     heavy.sort(reverse=True)
+    lightest = HeavyJob(heavy[-1][1], heavy[-1][0], heavy[-1][2]) if heavy else None
     return Prediction(jobs=pred.jobs, wall=round(pred.wall, 1), peak=pred.peak,
                       parallelism=round(pred.parallelism, 2), budget=ctx.budget,
-                      heaviest=tuple(HeavyJob(f, p, src) for p, f, src in heavy[:5]))
+                      heaviest=tuple(HeavyJob(f, p, src) for p, f, src in heavy[:5]),
+                      lightest=lightest)
 
 
 def install_meta(ctx: VariantContext) -> dict[str, object]:

@@ -29,11 +29,19 @@ from builder.resolve.steps import (
 __all__ = ["kernel_steps", "kernels_root"]
 
 def kernels_root(ctx: VariantContext) -> Path:
-    vals = ctx.values()
-    root = substitute(ctx.recipe.install.root or "${env.HOME}/.builder-kernels", vals)
-    if root.startswith("~"):
-        root = ctx.env.get("HOME", "/") + root[1:]
-    return Path(root)
+    """``install.root`` substituted: an absolute path (ownership.install_root)."""
+    from builder.recipe.subst import variables
+    from builder.workspace.ownership import install_root
+
+    written = ctx.recipe.install.root or "${env.HOME}/.builder-kernels"
+    unset = [n[4:] for n in variables(written) if n.startswith("env.") and
+             not ctx.env.get(n[4:])]
+    root = substitute(written, ctx.values())
+    if root.startswith("~") and root[1:2] in ("", "/"):
+        if not ctx.env.get("HOME"):
+            unset.append("HOME")
+        root = ctx.env.get("HOME", "") + root[1:]
+    return install_root(root, ctx.recipe.display, written, unset)
 
 
 def _check_layout(recipe: Recipe, layout: str, backend: str) -> None:
@@ -57,8 +65,12 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
     spec = r.backend(v.backend)
     assert spec is not None
     lang = be.flags_lang or "cxx"
-    common = (r.flags.for_build_type(v.build_type) +
-              spec.flags.for_build_type(v.build_type)).get(lang)
+    vals = ctx.values()
+    common = tuple(substitute(f, vals) for f in (r.flags.for_build_type(v.build_type) +
+                                                 spec.flags.for_build_type(v.build_type)
+                                                 ).get(lang))
+    # a kernel may include any file of its source tree: the tree's digest is an input
+    tree_digest = dict(v.pins).get("source", "")
     root = kernels_root(ctx)
     tree = root / v.backend
     formats = spec.formats or be.kernel_formats()[:1]
@@ -72,14 +84,14 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
             continue
         src = str(Path(ctx.source_root()) / src_rel)
         src_digest = ctx.file_digests.get(src, "")
-        flags = tuple(common) + dict(k.flags).get(v.backend, ())
+        flags = common + tuple(substitute(f, vals) for f in dict(k.flags).get(v.backend, ()))
         floor = dict(k.min_arch).get(v.backend)
         for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
             if floor and be.arch_order(arch) < be.arch_order(floor):
                 continue
             for fmt in formats:
-                key = digest("kernel-1", v.backend, k.name, arch, fmt, src_digest, flags,
-                              be_tool.version if be_tool else "")
+                key = digest("kernel-2", v.backend, k.name, arch, fmt, src_digest, flags,
+                             be_tool.version if be_tool else "", tree_digest)
                 entry = ctx.ws.kernel_cache / key[:20]
                 partial = Path(str(entry) + ".partial")
                 kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host,

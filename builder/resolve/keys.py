@@ -89,6 +89,7 @@ class KeyInputs:
     tools: dict[str, str]  # tool_versions()
     conan: list[ConanPin]  # conan_pins()
     deps: list[str]  # the dependencies' keys
+    env: tuple[tuple[str, str], ...] = ()  # each ${env.X} the recipe substitutes, its value
 
 
 def variant_key(k: KeyInputs) -> str:
@@ -96,7 +97,8 @@ def variant_key(k: KeyInputs) -> str:
     return digest(FORMAT, render.templates_digest(), k.conan, r.name, r.version,
                   model_digest(r), k.sources, k.backend, k.build_type, list(k.archs),
                   sorted((n, option_text(v)) for n, v in k.options.items()),
-                  k.python and (k.py_info.full if k.py_info else k.python), k.tools, k.deps)
+                  k.python and (k.py_info.full if k.py_info else k.python), k.tools, k.deps,
+                  *([k.env] if k.env else []))  # (recipes using no ${env.X} keep their keys)
 
 
 def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:

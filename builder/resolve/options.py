@@ -31,6 +31,9 @@ def _bool(text: str) -> bool | None:
 
 def parse_option_value(opt: Option, raw: str, origin: str) -> OptionValue:
     """Turn command-line/env text into the option's type, checking allowed values."""
+    if any(c in raw for c in "\n\r\0"):  # it would reach Conan, CMake and logs
+        raise UsageError(f"{origin}: the value of option '{opt.name}' contains a line break "
+                         f"or NUL; give it on one line")
     text = raw.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         text = text[1:-1]  # legacy knobs are often written with embedded quotes

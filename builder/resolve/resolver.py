@@ -25,11 +25,12 @@ from builder.host.facts import HostFacts
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step, Variant
 from builder.recipe.model import BackendSpec, OptionValue, Recipe, option_text
 from builder.recipe.recipeset import RecipeSet
-from builder.recipe.subst import SubstitutionError, variables
+from builder.recipe.subst import SubstitutionError
 from builder.resolve import checks, keys
 from builder.resolve.cmakesteps import cmake_steps
 from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
+from builder.resolve.keyinputs import env_inputs, env_names
 from builder.resolve.options import resolve_options
 from builder.resolve.request import Request, memory_budget
 from builder.resolve.steps import VariantContext
@@ -187,7 +188,8 @@ class _Resolution:
             archs=found.archs.archs, options=options,
             sources=keys.source_digest(recipe, self.state),
             tools=keys.tool_versions(host, be, found.platform),
-            conan=keys.conan_pins(recipe, host, multiarch), deps=[d.key for d in deps])
+            conan=keys.conan_pins(recipe, host, multiarch), deps=[d.key for d in deps],
+            env=tuple(env_inputs(recipe, dict(self.request.env))))
 
     def _variant(self, k: keys.KeyInputs, found: _Feasibility, deps: list[Variant],
                  vnotes: list[str]) -> Variant:
@@ -286,12 +288,7 @@ def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple
     names = {"HOME"}
     for r in recipes:
         names.update(n for o in r.options for n in (o.env, o.legacy_env) if n)
-        texts = [r.install.root, r.install.layout, *(v for _, v in r.defines)]
-        for t in r.tests:
-            texts.extend(t.run)
-            texts.extend(v for _, v in t.env)
-        for text in texts:
-            names.update(n[4:] for n in variables(text) if n.startswith("env."))
+        names.update(env_names(r))  # every text the README allows ${env.X} in
     return tuple(sorted((n, environ[n]) for n in names if n in environ))
 
 

@@ -1,38 +1,127 @@
 """Content digests of source trees, and the translation units a tree compiles (for the
-memory prediction)."""
+memory prediction).
+
+A tree's digest covers every entry below its root — regular files (path, executable
+bit, content), symbolic links (path, target, and the content of a file they point to)
+and special files (path and type; never opened) — leaving out only version-control
+metadata (``.git``, ``.hg``, ``.svn``), builder's own state folders (recognised by their
+``.builder-state`` marker, never by name) and the ``.builder-source.json`` a fetch writes
+at the root.  No folder is left out for its name: an edited ``build/`` or
+``node_modules/`` header rebuilds.
+
+Hashing is cached by file identity (:class:`StatCache`: size, mtime, ctime, inode), so
+that a no-op build re-reads no unchanged file.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
+import time
 from pathlib import Path
 
 from builder.memory.estimate import SOURCE_SUFFIXES, scan_includes
 from builder.util.files import file_sha256
 
-__all__ = ["SKIP_DIRS", "compile_units", "tree_digest"]
+__all__ = ["SKIP_DIRS", "VCS_DIRS", "StatCache", "compile_units", "tree_digest"]
 
+#: version-control metadata: the only folders a digest leaves out by name
+VCS_DIRS = frozenset({".git", ".hg", ".svn"})
+#: folders not scanned for translation units (memory prediction only, never keys)
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".builder", "build", ".pytest_cache",
              ".mypy_cache", ".ruff_cache", ".nox", "node_modules"}
+STATE_MARKER = ".builder-state"  # builder.workspace.ownership.STATE_MARKER
+SOURCE_MARKER = ".builder-source.json"  # builder.source.fetch's marker
+#: a file changed this recently may change again within the same timestamp tick
+_RACY_SECONDS = 2.0
 
 
-def tree_digest(root: Path) -> str:
-    """A digest of every file's relative path, mode bit and content below ``root``."""
+class StatCache:
+    """sha256 of files by identity: ``path → (size, mtime_ns, ctime_ns, inode, sha256)``.
+    An entry is used only when all four match; files written in the last two seconds are
+    hashed but not remembered (their timestamp could be reused by a second write)."""
+
+    def __init__(self, entries: dict[str, tuple[int, int, int, int, str]] | None = None
+                 ) -> None:
+        self.entries = dict(entries or {})
+        self.used: set[str] = set()
+        self.dirty = False
+
+    def sha256(self, path: Path, st: os.stat_result | None = None) -> str:
+        st = st or os.stat(path)
+        key = str(path)
+        ident = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        hit = self.entries.get(key)
+        self.used.add(key)
+        if hit is not None and hit[:4] == ident:
+            return hit[4]
+        digest = file_sha256(path)
+        if time.time() - max(st.st_mtime, st.st_ctime) > _RACY_SECONDS:
+            self.entries[key] = (*ident, digest)
+            self.dirty = True
+        elif hit is not None:
+            del self.entries[key]
+            self.dirty = True
+        return digest
+
+    def kept(self) -> dict[str, tuple[int, int, int, int, str]]:
+        """The entries looked at in this run (what a later run can use)."""
+        return {k: v for k, v in self.entries.items() if k in self.used}
+
+
+def _special(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "char-device"), (stat.S_ISBLK, "block-device")):
+        if test(mode):
+            return name
+    return "other"
+
+
+def tree_digest(root: Path, cache: StatCache | None = None) -> str:
+    """A digest of every entry below ``root`` (see the module's docstring)."""
+    cache = cache or StatCache()
     h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and
-                             not d.endswith(".egg-info"))
+
+    def unreadable(exc: OSError) -> None:  # a folder that cannot be listed
+        h.update(f"{exc.filename}\0unlistable\0{exc.errno}\n".encode())
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
+        here = Path(dirpath)
+        keep = []
+        for d in dirnames:
+            p = here / d
+            if d in VCS_DIRS or (p / STATE_MARKER).is_file():
+                continue
+            if p.is_symlink():  # os.walk does not follow it: hash it as a link
+                filenames.append(d)
+                continue
+            keep.append(d)
+        dirnames[:] = sorted(keep)
         for name in sorted(filenames):
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            p = Path(dirpath) / name
+            p = here / name
             rel = p.relative_to(root).as_posix()
-            try:
-                st = p.stat()
-                digest = file_sha256(p)
-            except OSError:
+            if rel == SOURCE_MARKER:
                 continue
-            h.update(f"{rel}\0{st.st_mode & 0o111 != 0}\0{digest}\n".encode())
+            try:
+                st = os.lstat(p)
+                if stat.S_ISLNK(st.st_mode):
+                    target = os.readlink(p)
+                    content = ""
+                    try:
+                        tst = os.stat(p)
+                        if stat.S_ISREG(tst.st_mode):
+                            content = cache.sha256(p, tst)
+                    except OSError:
+                        content = "dangling"
+                    h.update(f"{rel}\0link\0{target}\0{content}\n".encode())
+                elif stat.S_ISREG(st.st_mode):
+                    digest = cache.sha256(p, st)
+                    h.update(f"{rel}\0{st.st_mode & 0o111 != 0}\0{digest}\n".encode())
+                else:
+                    h.update(f"{rel}\0{_special(st.st_mode)}\n".encode())
+            except OSError as exc:  # unreadable: its state is part of the digest
+                h.update(f"{rel}\0unreadable\0{exc.errno}\n".encode())
     return h.hexdigest()
 
 

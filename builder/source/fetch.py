@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
-import shutil
 import stat
 import tarfile
+import time
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from builder.errors import FetchError
+from builder.source.policy import Limits
 
 __all__ = ["MARKER", "download", "extract", "is_fetched", "source_key", "strip_single_top",
            "write_marker"]
@@ -35,19 +38,45 @@ def source_key(kind: str, location: str, rev: str, sha256: str,
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def download(url: str, dest: Path, expected: str) -> None:
-    """Download ``url`` to ``dest``, verifying its sha256 (the file is removed on mismatch)."""
+def download(url: str, dest: Path, expected: str, limits: Limits | None = None) -> None:
+    """Download ``url`` to ``dest``, verifying its sha256 (the file is removed on mismatch),
+    within ``limits`` (time and size)."""
+    limits = limits or Limits()
     h = hashlib.sha256()
     dest.parent.mkdir(parents=True, exist_ok=True)
     if not url.startswith(("https://", "http://", "file://")):
         raise FetchError(f"unsupported URL scheme in {url} (use https:// or file://)")
+    if url.startswith("file://"):  # /dev/zero or a FIFO would never end
+        local = urllib.request.url2pathname(url[len("file://"):])
+        try:
+            regular = stat.S_ISREG(os.stat(local).st_mode)
+        except OSError as exc:
+            raise FetchError(f"cannot download {url}: {exc.strerror}") from None
+        if not regular:
+            raise FetchError(f"cannot download {url}: not a regular file")
+    deadline = time.monotonic() + limits.timeout
+    size = 0
     try:
-        with urllib.request.urlopen(url, timeout=60) as resp, open(dest, "wb") as out:
+        with urllib.request.urlopen(url, timeout=min(60, limits.timeout)) as resp, \
+                open(dest, "wb") as out:
             for chunk in iter(lambda: resp.read(1 << 20), b""):
+                size += len(chunk)
+                if size > limits.max_size:
+                    raise FetchError(f"cannot download {url}: larger than the fetch size cap "
+                                     f"({limits.max_size} bytes); raise "
+                                     f"BUILDER_FETCH_MAX_SIZE if it is expected")
+                if time.monotonic() > deadline:
+                    raise FetchError(f"cannot download {url}: not done after "
+                                     f"{limits.timeout:.0f} s; raise BUILDER_FETCH_TIMEOUT "
+                                     f"if the server is slow")
                 h.update(chunk)
                 out.write(chunk)
     except (OSError, ValueError) as exc:
+        dest.unlink(missing_ok=True)
         raise FetchError(f"cannot download {url}: {exc}") from None
+    except FetchError:
+        dest.unlink(missing_ok=True)
+        raise
     actual = h.hexdigest()
     if actual != expected:
         dest.unlink(missing_ok=True)
@@ -72,13 +101,40 @@ def _inside(base: Path, target: Path) -> bool:
         return False
 
 
-def extract(archive: Path, dest: Path) -> None:
-    """Extract a .tar(.gz/.bz2/.xz) or .zip into ``dest``, refusing unsafe members."""
+def extract(archive: Path, dest: Path, limits: Limits | None = None, label: str = "") -> None:
+    """Extract a .tar(.gz/.bz2/.xz) or .zip into ``dest``, refusing unsafe members and
+    staying within ``limits``; a damaged archive is a :class:`FetchError` naming it."""
+    limits = limits or Limits()
+    try:
+        _extract(archive, dest, limits, label or archive.name)
+    except FetchError:
+        raise
+    except (tarfile.TarError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error,
+            lzma.LZMAError, OSError, ValueError, NotImplementedError) as exc:
+        raise FetchError(f"{label or archive.name}: cannot extract: {type(exc).__name__}: {exc} "
+                         f"(a truncated or damaged archive?)") from None
+
+
+def _extract(archive: Path, dest: Path, limits: Limits, name: str) -> None:
     dest.mkdir(parents=True, exist_ok=True)
-    name = archive.name
+    deadline = time.monotonic() + limits.timeout
+
+    def budget(count: int, total: int) -> None:
+        if count > limits.max_files:
+            raise FetchError(f"{name}: more than {limits.max_files} members; refusing")
+        if total > limits.max_size:
+            raise FetchError(f"{name}: extracts to more than the fetch size cap "
+                             f"({limits.max_size} bytes); raise BUILDER_FETCH_MAX_SIZE if it "
+                             f"is expected")
+        if time.monotonic() > deadline:
+            raise FetchError(f"{name}: extraction not done after {limits.timeout:.0f} s")
+
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as z:
-            for info in z.infolist():
+            total = 0
+            infos = z.infolist()
+            budget(len(infos), 0)
+            for info in infos:
                 rel = _check_name(info.filename, name)
                 mode = info.external_attr >> 16
                 if stat.S_ISLNK(mode):
@@ -89,7 +145,10 @@ def extract(archive: Path, dest: Path) -> None:
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with z.open(info) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
+                    for chunk in iter(lambda: src.read(1 << 20), b""):  # sizes may lie
+                        total += len(chunk)
+                        budget(0, total)
+                        out.write(chunk)
                 if mode & 0o111:
                     target.chmod(0o755)
         return
@@ -99,6 +158,7 @@ def extract(archive: Path, dest: Path) -> None:
         raise FetchError(f"{name}: not a tar or zip archive ({exc})") from None
     with tf:
         members = tf.getmembers()
+        budget(len(members), sum(m.size for m in members if m.isfile()))
         for m in members:
             rel = _check_name(m.name, name)
             if m.isdev() or m.isfifo():

@@ -14,6 +14,10 @@ __all__ = ["atomic_write", "file_list", "file_sha256", "replace_dir"]
 
 def atomic_write(path: Path, text: str) -> None:
     """Write a text file next to its final place and rename it there."""
+    if path.is_dir():  # named as what the user gave, not the temporary file
+        import errno
+
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")

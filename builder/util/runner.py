@@ -168,11 +168,14 @@ class SubprocessRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         start = time.monotonic()
+        from builder.util.secrets import redact  # no credential reaches a log
+
+        secrets = {**os.environ, **env_changes}
         with open(log_path, "w", encoding="utf-8", errors="replace") as log:
-            log.write(f"$ {shlex.join(argv)}\n")
+            log.write(redact(f"$ {shlex.join(argv)}\n", secrets))
             log.write(f"# cwd: {cwd}\n")
             for k, v in sorted(env_changes.items()):
-                log.write(f"# env: {k}={v}\n")
+                log.write(redact(f"# env: {k}={v}\n", secrets))
             log.flush()
             try:
                 proc = subprocess.Popen(list(argv), cwd=cwd,
@@ -199,7 +202,7 @@ class SubprocessRunner:
             try:
                 assert proc.stdout is not None
                 for raw in proc.stdout:
-                    line = raw.decode("utf-8", errors="replace").rstrip("\n")
+                    line = redact(raw.decode("utf-8", errors="replace").rstrip("\n"), secrets)
                     log.write(line + "\n")
                     log.flush()  # so that `tail -f` on a step's log follows it live
                     tail.append(line)

@@ -18,6 +18,8 @@
 ``last-build.json``    the last build's record (``builder report``)
 ``kernel-installs.json``  the published kernel trees builder made, with their keys
 ``report.html``        ``builder report``'s default output
+``digests.json``       source-file digests keyed by size, mtime, ctime and inode
+``.builder-state``     the marker that says builder made (or adopted) this folder
 =====================  ==========================================================
 """
 
@@ -83,6 +85,10 @@ class Workspace:
     @property
     def kernel_installs(self) -> Path:
         return self.state / "kernel-installs.json"
+
+    @property
+    def digest_cache(self) -> Path:
+        return self.state / "digests.json"
 
     @property
     def report_html(self) -> Path:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from builder.errors import Diagnostic, Location, PlanError, RecipeError
+from builder.errors import PlanError
 from builder.plan.model import BuildPlan, Variant
 
 __all__ = ["VERSION", "check", "differences", "entry", "lock_data", "read", "write"]
@@ -40,18 +40,11 @@ def write(plan: BuildPlan, path: Path) -> int:
 
 
 def read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RecipeError([Diagnostic(Location(str(path)), "", f"cannot read: {exc.strerror}",
-                                      "write one with `builder lock`")]) from None
-    except json.JSONDecodeError as exc:
-        raise RecipeError([Diagnostic(Location(str(path), exc.lineno, exc.colno), "",
-                                      f"invalid JSON: {exc.msg}")]) from None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
-        raise RecipeError([Diagnostic(Location(str(path)), "", "not a builder lockfile "
-                                      f"(version {VERSION})", "regenerate with `builder lock`")])
-    return data
+    """The lockfile, checked (:func:`builder.util.records.read_lockfile`: exit 3
+    naming the file and what is wrong)."""
+    from builder.util.records import read_lockfile
+
+    return read_lockfile(path, VERSION)
 
 
 def differences(plan: BuildPlan, locked: dict[str, Any]) -> list[str]:

@@ -162,6 +162,9 @@ def prune(ws: Workspace, *, lockfile: Path | None = None, max_size: int | None =
     if not ws.state.is_dir():
         return {"state": str(ws.state), "dry_run": dry_run, "removed": [], "freed": 0,
                 "total_before": 0, "total_after": 0, "max_size": max_size}
+    from builder.workspace.ownership import require_state
+
+    require_state(ws.state)  # never prune a folder that is not builder's state folder
     with workspace_lock(ws, wait=wait):
         entries = scan(ws, lockfile)
         before = sum(e.size for e in entries if e.kind != "kernel-installs")

@@ -8,7 +8,8 @@ value handed to :func:`builder.resolve.resolver.resolve`.
 
 from __future__ import annotations
 
-import json
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +18,8 @@ from typing import Any
 from builder.memory.history import History
 from builder.recipe.model import Recipe
 from builder.source.cmakelists import listed_sources
-from builder.source.digest import compile_units, tree_digest
+from builder.source.digest import StatCache, compile_units, tree_digest
 from builder.source.fetch import is_fetched
-from builder.util.files import file_sha256
 from builder.workspace.paths import Workspace
 
 __all__ = ["State", "manifest_complete", "read_manifest", "read_state"]
@@ -45,17 +45,23 @@ class State:
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """A manifest checked for shape (:func:`builder.util.records.read_manifest`)."""
+    from builder.util.records import read_manifest as checked
+
+    return checked(path)
 
 
-def manifest_complete(folder: Path, manifest: dict[str, Any]) -> bool:
+def manifest_complete(folder: Path, manifest: dict[str, Any],
+                      cache: StatCache | None = None, content: bool = True) -> bool:
+    """Every file the manifest lists is a regular file with its recorded size and — with
+    ``content`` — sha256 (through ``cache``, so an unchanged file is not re-read)."""
     for f in manifest.get("files", ()):
         try:
-            if (folder / f["path"]).stat().st_size != f["size"]:
+            p = folder / f["path"]
+            st = os.lstat(p)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != f["size"]:
+                return False
+            if content and (cache or StatCache()).sha256(p, st) != f["sha256"]:
                 return False
         except (OSError, KeyError, TypeError):
             return False
@@ -86,39 +92,52 @@ def project_units(name: str, root: Path) -> tuple[tuple[tuple[str, tuple[str, ..
 
 
 def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
+    from builder.util import records
+
+    cache_path = ws.digest_cache
+    cache = StatCache(records.read_digest_cache(cache_path))
+    state = _read_state(ws, list(recipes), cache)
+    if cache.dirty or set(cache.kept()) != set(cache.entries):
+        records.write_digest_cache(cache_path, cache.kept())
+    return state
+
+
+def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State:
     source_digests: dict[str, str] = {}
     file_digests: dict[str, str] = {}
     for r in recipes:
         for s in r.sources:
             if s.kind == "path" and s.location not in source_digests:
-                source_digests[s.location] = tree_digest(Path(s.location))
+                source_digests[s.location] = tree_digest(Path(s.location), cache)
         for s in r.sources:
             for patch in s.patches:
                 if patch not in file_digests and _is_file(Path(patch)):
-                    file_digests[patch] = file_sha256(Path(patch))
+                    file_digests[patch] = cache.sha256(Path(patch))
         if r.kernels and r.sources and r.sources[0].kind == "path":
             base = Path(r.sources[0].location) / r.sources[0].subdir
             for k in r.kernels:
                 for _, rel in k.sources:
                     p = base / rel
                     if str(p) not in file_digests and _is_file(p):
-                        file_digests[str(p)] = file_sha256(p)
+                        file_digests[str(p)] = cache.sha256(p)
+    from builder.util import records
+
     installed: set[str] = set()
     install_root = ws.installs
     if install_root.is_dir():
         for mf in install_root.glob("*/*/manifest.json"):
             data = read_manifest(mf)
-            if data and data.get("key") and manifest_complete(mf.parent, data):
+            if data and data.get("key") and manifest_complete(mf.parent, data, cache):
                 installed.add(str(data["key"]))
     artifacts: set[str] = set()
     if ws.kernel_cache.is_dir():
         artifacts = {p.name for p in ws.kernel_cache.iterdir()
                      if p.is_dir() and not p.name.endswith(".partial")}
     kernel_installs: dict[str, str] = {}
-    registry = read_manifest(ws.kernel_installs) or {}
+    registry = records.read_kernel_installs(ws.kernel_installs)
     for tree, key in registry.items():
         data = read_manifest(Path(tree) / "manifest.json")
-        if data and data.get("key") == key and manifest_complete(Path(tree), data):
+        if data and data.get("key") == key and manifest_complete(Path(tree), data, cache):
             kernel_installs[tree] = str(key)
     units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
     notes: list[str] = []

@@ -26,7 +26,6 @@ process that writes them is still running.
 from __future__ import annotations
 
 import calendar
-import json
 import os
 import re
 import sqlite3
@@ -101,11 +100,15 @@ def _pid_alive(name: str) -> bool:
     return True
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object, or None (missing, damaged, not an object, not a regular file)."""
+    from builder.util.records import read_json
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except (OSError, ValueError):
         return None
+    return data if isinstance(data, dict) else None
 
 
 def _label_of(manifest: dict[str, Any]) -> str:
@@ -124,7 +127,7 @@ def _published(manifest: dict[str, Any], fallback: float) -> float:
 def _complete(folder: Path, manifest: dict[str, Any]) -> bool:
     from builder.workspace.state import manifest_complete
 
-    return bool(manifest.get("key")) and manifest_complete(folder, manifest)
+    return bool(manifest.get("key")) and manifest_complete(folder, manifest, content=False)
 
 
 # -- scanning -----------------------------------------------------------------------------
@@ -177,7 +180,7 @@ class _Scan:
         self._conan(self.ws.conan_home)
         self._logs(state)
         done = {"install", "build", "stage", "wheels", "kernels", "sources", "conan", "logs",
-                "reports"}
+                "reports", ".builder-state"}  # the marker: not an item
         for p in sorted(state.iterdir()):
             if p.name in done:
                 continue
@@ -283,7 +286,8 @@ class _Scan:
             if not isinstance(manifest, dict):
                 continue
             recipe = str(manifest.get("variant", "")).split("/", 1)[0]
-            for a in manifest.get("artifacts", []):
+            artifacts = manifest.get("artifacts")
+            for a in artifacts if isinstance(artifacts, list) else []:
                 if isinstance(a, dict) and a.get("key"):
                     referenced[str(a["key"])[:20]] = recipe
             self.add("kernel-installs", tree_path, recipe,
@@ -376,7 +380,9 @@ class _Scan:
 
     def _logs(self, state: Path) -> None:
         last = _read_json(self.ws.last_build)
-        since = float(last.get("started", 0)) - 1 if isinstance(last, dict) else 0.0
+        started = last.get("started", 0) if isinstance(last, dict) else 0
+        since = float(started) - 1 if isinstance(started, (int, float)) and \
+            not isinstance(started, bool) and abs(started) < 1e12 else 0.0
         for folder in (self.ws.logs, self.ws.reports):
             for p in sorted(folder.iterdir()) if folder.is_dir() else []:
                 m = _LOG_RECIPE.match(p.name)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from builder.util.files import file_sha256
 from builder.util.runner import RecordingRunner
-from builder.workspace.state import file_sha256
 from tests.functional.conftest import need
 
 pytestmark = pytest.mark.functional

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.workspace.state import file_sha256
+from builder.util.files import file_sha256
 
 REPO = Path(__file__).resolve().parents[2]
 

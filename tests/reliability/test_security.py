@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.errors import PlanError, RecipeError
+from builder.errors import PlanError, RecipeError, UsageError
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet, load_recipe
 from builder.resolve.request import OptionOverride, Request
@@ -21,7 +21,10 @@ from builder.workspace.paths import Workspace
 from builder.workspace.state import read_state
 from tests.conftest import REPO, host
 
-EVIL = "a b; rm -rf / $(touch PWNED) `touch PWNED` \"' && echo x > PWNED\n#"
+EVIL = "a b; rm -rf / $(touch PWNED) `touch PWNED` \"' && echo x > PWNED #"
+#: a line break or NUL in an option value is refused up front (it would reach Conan's
+#: option parser, CMake caches and logs as two lines)
+MULTILINE = "a\n-o &:builder_key=x"
 
 EVIL_RECIPE = """\
 package:
@@ -110,6 +113,8 @@ def test_option_values_stay_single_argv_elements(project: Path) -> None:
         assert argv[argv.index(f"&:msg={EVIL}") - 1] == "-o"
     # and the plan round-trips through JSON unchanged (what `plan --format json` shows)
     assert BuildPlan.from_json(json.loads(json.dumps(p.to_json()))) == p
+    with pytest.raises(UsageError, match="line break"):
+        plan(project, ["evil"], options=(OptionOverride("", "msg", MULTILINE),))
 
 
 def test_the_runner_never_uses_a_shell(tmp_path: Path) -> None:

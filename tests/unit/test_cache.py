@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from builder.source.fetch import MARKER
+from builder.util.files import file_sha256
 from builder.workspace import prune as cache
 from builder.workspace import usage as cachescan
 from builder.workspace.paths import Workspace
-from builder.workspace.state import file_sha256
 
 DAY = 86400.0
 NOW = time.time()
@@ -55,6 +55,8 @@ def ws(tmp_path: Path) -> Workspace:
     w = Workspace.at(tmp_path / "project", tmp_path / "state")
     w.root.mkdir()
     s = w.state
+    s.mkdir()
+    (s / ".builder-state").write_text("builder\n")  # builder made it (ownership)
     install(s, "greet", "aaaaaaaaaaaa", 40, {"loud": "False"})
     install(s, "greet", "bbbbbbbbbbbb", 10, {"loud": "True"})  # the newest: kept
     install(s, "greet", "dddddddddddd", 1, {"loud": "False"}, complete=False)  # broken

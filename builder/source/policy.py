@@ -1,0 +1,127 @@
+"""One policy for every source tree builder uses — ``path``, ``git`` and ``url``.
+
+* **Containment**: a symbolic link that resolves outside the source tree, and any special
+  file (FIFO, socket, device), is refused, naming the file (:func:`check_tree`).  Archives
+  are checked member by member before extraction (:mod:`builder.source.fetch`); git and
+  path trees are checked here, after checkout and before each build.
+* **Limits**: every fetch — a git clone, a download, an extraction — has a time limit and
+  a size cap (:class:`Limits`, configurable through ``BUILDER_FETCH_TIMEOUT`` and
+  ``BUILDER_FETCH_MAX_SIZE``).
+* **Clean trees**: the commands builder runs against a source tree (tests) do not write
+  Python caches into it (:func:`test_env`), so that a build leaves its inputs — and so
+  its key — as they were.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from builder.errors import BuilderError
+
+__all__ = ["Limits", "SourcePolicyError", "check_tree", "git_env", "test_env", "tree_size"]
+
+
+def test_env(step_env: Mapping[str, str]) -> dict[str, str]:
+    """A test step's environment: no ``__pycache__`` or ``.pytest_cache`` written into
+    the source tree (the recipe's own settings win)."""
+    addopts = os.environ.get("PYTEST_ADDOPTS", "")
+    return {"PYTHONDONTWRITEBYTECODE": "1",
+            "PYTEST_ADDOPTS": f"{addopts} -p no:cacheprovider".strip(), **step_env}
+
+
+# -- containment --------------------------------------------------------------------------
+
+class SourcePolicyError(BuilderError):
+    """A source tree holds something builder refuses to build from (exit 4 before a
+    build; a fetched tree's is a failed fetch step)."""
+
+    exit_code = 4
+
+
+def check_tree(root: Path, what: str = "source") -> None:
+    """Refuse links that resolve outside ``root`` and special files, naming the first.
+    Version-control metadata is not looked into."""
+    base = os.path.realpath(root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in (".git", ".hg", ".svn")]
+        for name in [*dirnames, *filenames]:
+            p = Path(dirpath) / name
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            rel = p.relative_to(root).as_posix()
+            if stat.S_ISLNK(st.st_mode):
+                target = os.path.realpath(p)
+                if target != base and not target.startswith(base + os.sep):
+                    raise SourcePolicyError(
+                        f"{what} {root}: refusing {rel} -> {os.readlink(p)}: the link "
+                        f"resolves outside the source tree ({target}); builder never builds "
+                        f"from files outside it\n  fix: replace the link with the file it "
+                        f"points to, or point it inside the tree")
+            elif not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                raise SourcePolicyError(
+                    f"{what} {root}: refusing {rel}: a special file (FIFO, socket or "
+                    f"device) is not source\n  fix: remove it from the source tree")
+
+
+# -- limits -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Limits:
+    """How long a fetch may take and how much it may bring in."""
+
+    timeout: float = 1800.0  # seconds per fetch (git clone, download, extraction)
+    max_size: int = 8 * 2**30  # bytes downloaded, and bytes extracted or cloned
+    max_files: int = 500_000  # archive members
+
+    @staticmethod
+    def from_env(environ: Mapping[str, str]) -> Limits:
+        """``BUILDER_FETCH_TIMEOUT`` (seconds) and ``BUILDER_FETCH_MAX_SIZE`` (a size such
+        as 2GiB) override the defaults."""
+        from builder.errors import UsageError
+        from builder.recipe.validate import parse_size
+
+        limits = Limits()
+        text = environ.get("BUILDER_FETCH_TIMEOUT", "").strip()
+        if text:
+            try:
+                t = float(text)
+            except ValueError:
+                t = -1
+            if not 1 <= t <= 7 * 86400:
+                raise UsageError(f"BUILDER_FETCH_TIMEOUT={text!r}: give seconds, 1 to 604800")
+            limits = replace(limits, timeout=t)
+        text = environ.get("BUILDER_FETCH_MAX_SIZE", "").strip()
+        if text:
+            try:
+                size = parse_size(text)
+            except ValueError:
+                size = 0
+            if size < 2**20:
+                raise UsageError(f"BUILDER_FETCH_MAX_SIZE={text!r}: give a size of at least "
+                                 f"1MiB, such as 2GiB")
+            limits = replace(limits, max_size=size)
+        return limits
+
+
+def tree_size(root: Path) -> int:
+    total = 0
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            with contextlib.suppress(OSError):
+                total += os.lstat(Path(dirpath) / name).st_size
+    return total
+
+
+def git_env() -> dict[str, str]:
+    """git never waits for a password on a terminal, and gives up on a stalled transfer
+    (less than 1 KB/s for 60 s) instead of waiting forever."""
+    return {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true",
+            "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o ConnectTimeout=30",
+            "GIT_HTTP_LOW_SPEED_LIMIT": "1000", "GIT_HTTP_LOW_SPEED_TIME": "60"}

@@ -1,0 +1,198 @@
+"""What builder may write into, replace or delete: only what it created.
+
+Two kinds of folders are builder's:
+
+* **the state folder** (``.builder/`` or ``--state-dir``), recognised by the marker file
+  ``.builder-state`` that builder writes when it creates the folder (or adopts an empty
+  one, or one whose every entry is a name builder uses — a state folder made before the
+  marker existed).  A folder holding anything else is not a state folder: builder refuses
+  to use it before touching anything, so ``--state-dir ~`` cannot lose ``~/install``.
+* **published kernel trees** (``<install.root>/<backend>/``), which builder replaces
+  wholesale on each publish.  A tree is builder's when it holds the marker
+  ``.builder-owned`` (written into every tree before it is renamed into place), or — for
+  trees published before the marker — when the state folder's registry
+  (``kernel-installs.json``) lists it and its ``manifest.json`` is there.  Anything else
+  at that path (``/usr/local/cuda``) is refused, naming the path and what to do.
+
+An install root must be an absolute path once substituted; an empty one (an unset
+``${env.X}``, ``-o root=``) is an error, never the current folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+from builder.errors import FileSystemError, OwnershipError, PlanError
+
+__all__ = ["STATE_MARKER", "STATE_NAMES", "TREE_MARKER", "check_tree", "claim_state",
+           "install_root", "is_state_folder", "mark_tree", "preflight", "registered_trees",
+           "registry_text", "require_state", "tree_owned"]
+
+STATE_MARKER = ".builder-state"
+TREE_MARKER = ".builder-owned"
+_MARK_TEXT = "builder: this folder was created by builder, which may replace or delete it\n"
+
+#: every name builder writes at the top of a state folder (for adopting old ones)
+STATE_NAMES = frozenset({
+    "conan", "build", "stage", "install", "kernels", "logs", "host.json", "lock", "sources",
+    "wheels", "reports", "memory-history.json", "step-times.json", "last-build.json",
+    "kernel-installs.json", "ccache", "sccache", "report.html", "publish", "digests.json",
+    STATE_MARKER})
+_STATE_TEMP = re.compile(r"^\..+\.(tmp|old|prune|damaged)[0-9.-]*(\.json)?$|"
+                         r"^\.(download|publish|remote-list)\.tmp\d+(\.json)?$")
+
+
+def _is_state_name(name: str) -> bool:
+    return name in STATE_NAMES or bool(_STATE_TEMP.match(name)) or \
+        name.startswith(("host.json.", "memory-history.json.", "step-times.json.",
+                         "last-build.json.", "kernel-installs.json.", "digests.json."))
+
+
+def is_state_folder(path: Path) -> bool:
+    try:
+        return (path / STATE_MARKER).is_file()
+    except OSError:
+        return False
+
+
+def claim_state(state: Path) -> None:
+    """Make sure ``state`` is builder's state folder before anything is written or
+    deleted in it: create it with its marker, adopt an empty folder or an old state
+    folder, refuse anything else."""
+    try:
+        st = os.stat(state)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise FileSystemError.of(exc, "cannot use it as the state folder") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise OwnershipError(str(state), "it is not a folder, so it cannot be builder's "
+                             "state folder", "name a folder with --state-dir (or "
+                             "$BUILDER_STATE_DIR), e.g. a new one")
+    if st is not None and is_state_folder(state):
+        return
+    try:
+        if st is None:
+            state.mkdir(parents=True)
+        else:
+            names = os.listdir(state)
+            foreign = sorted(n for n in names if not _is_state_name(n))
+            if names and not foreign and not _legacy_state(state):
+                foreign = sorted(names)  # builder's names, but not a folder builder made
+            if foreign:
+                shown = ", ".join(foreign[:3]) + (" …" if len(foreign) > 3 else "")
+                raise OwnershipError(
+                    str(state), f"it is not a builder state folder (it holds {shown}, which "
+                    f"builder did not create); builder never writes into or deletes from a "
+                    f"folder it did not make", "pass --state-dir with a new or empty folder "
+                    "(or the state folder of an earlier build)")
+        _write_marker(state / STATE_MARKER)
+    except OSError as exc:
+        raise FileSystemError.of(exc, "cannot create the state folder") from None
+
+
+def _legacy_state(state: Path) -> bool:
+    """A state folder written before the marker: it has the lock file every build takes
+    (holding a pid or nothing) or the host probe cache every command writes."""
+    lock, host = state / "lock", state / "host.json"
+    try:
+        if lock.is_file() and not lock.is_symlink() and lock.stat().st_size <= 20:
+            return lock.read_bytes().strip().isdigit() or lock.stat().st_size == 0
+        return host.is_file() and not host.is_symlink()
+    except OSError:
+        return False
+
+
+def require_state(state: Path) -> None:
+    """For what deletes: ``state`` must already be builder's state folder."""
+    if not is_state_folder(state):
+        claim_state(state)
+
+
+def _write_marker(path: Path) -> None:
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_text(_MARK_TEXT, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def mark_tree(folder: Path) -> None:
+    """Mark a folder builder is about to rename into place as builder's."""
+    _write_marker(folder / TREE_MARKER)
+
+
+def registered_trees(state: Path) -> dict[str, str]:
+    """The kernel trees this state folder published (tree → variant key)."""
+    from builder.util.records import read_kernel_installs
+
+    return read_kernel_installs(state / "kernel-installs.json")
+
+
+def tree_owned(tree: Path, registry: dict[str, str]) -> bool:
+    try:
+        if (tree / TREE_MARKER).is_file():
+            return True
+        return str(tree) in registry and (tree / "manifest.json").is_file()
+    except OSError:
+        return False
+
+
+def check_tree(tree: Path, registry: dict[str, str]) -> None:
+    """Refuse to replace ``tree`` unless it is absent or builder's."""
+    try:
+        exists = tree.is_symlink() or tree.exists()
+    except OSError as exc:
+        raise FileSystemError.of(exc, "cannot inspect the install tree") from None
+    if not exists:
+        return
+    if tree.is_symlink() or not tree.is_dir():
+        raise OwnershipError(str(tree), "builder would replace it with the published kernel "
+                             "tree, and it is not a folder builder created",
+                             "move it away, or choose another install root "
+                             "(install.root, or the option that sets it: -o NAME=/abs/path)")
+    if not tree_owned(tree, registry):
+        raise OwnershipError(str(tree), "builder would replace this folder with the "
+                             f"published kernel tree, and it did not create it (no "
+                             f"{TREE_MARKER} marker, not in its registry)",
+                             "move the folder away, or choose another install root "
+                             "(install.root, or the option that sets it: -o NAME=/abs/path)")
+
+
+def install_root(text: str, display: str, written: str, unset: list[str]) -> Path:
+    """An install root after substitution: absolute, never empty.  ``unset`` names the
+    environment variables the root uses that have no value."""
+    if unset:
+        raise PlanError(f"{display}: install.root {written!r} uses ${{env.{unset[0]}}}, which "
+                        f"is not set\n  fix: set {unset[0]} to an absolute path, or give "
+                        f"install.root an absolute path")
+    if not text.strip():
+        raise PlanError(f"{display}: install.root {written!r} is empty once substituted\n"
+                        f"  fix: give it an absolute path (e.g. -o NAME=/abs/path for the "
+                        f"option that sets it)")
+    if "\0" in text or "\n" in text:
+        raise PlanError(f"{display}: install.root {text!r} contains a control character\n"
+                        f"  fix: give it a plain absolute path")
+    if not text.startswith("/"):
+        raise PlanError(f"{display}: install.root {text!r} is not an absolute path (it "
+                        f"would publish relative to the current folder)\n  fix: give an "
+                        f"absolute path, or one starting with ~")
+    p = Path(os.path.normpath(text))
+    if p == Path("/"):
+        raise PlanError(f"{display}: install.root is the file system's root\n  fix: give a "
+                        f"folder of its own, e.g. ~/.kernels")
+    return p
+
+
+def preflight(plan_steps: list[tuple[str, str]], state: Path) -> None:
+    """Before a build runs: every kernel tree it will publish is absent or builder's.
+    ``plan_steps``: (kind, tree) of the publish steps that will run."""
+    registry = registered_trees(state)
+    for _, tree in plan_steps:
+        check_tree(Path(tree), registry)
+
+
+def registry_text(registry: dict[str, str]) -> str:
+    return json.dumps(registry, indent=2, sort_keys=True)

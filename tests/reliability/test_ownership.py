@@ -1,0 +1,186 @@
+"""builder writes into, replaces or deletes only what it created: kernel install trees
+carry a marker (or are in the state folder's registry), a state folder carries a marker
+(or holds only builder's names); anything else is refused before it is touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from builder.util.runner import RecordingRunner, Result
+from builder.workspace.ownership import STATE_MARKER, TREE_MARKER
+from tests.conftest import CliResult
+
+REFUSED = 7
+
+
+class WritingRunner(RecordingRunner):
+    """Records argv and writes what a compiler would (`-o FILE`), so that kernel
+    recipes reach their publish step without nvcc."""
+
+    def run(self, argv: Sequence[str], **kw: object) -> Result:  # type: ignore[override]
+        res = super().run(argv, **kw)  # type: ignore[arg-type]
+        args = list(argv)
+        if "-o" in args:
+            out = Path(args[args.index("-o") + 1])
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(f"// {' '.join(args[:3])}\n.version 8.0\n")
+        return res
+
+
+@pytest.fixture
+def kern(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    if shutil.which("nvcc") is None:
+        pytest.skip("the kernel fixture needs nvcc on PATH to be planned (CI installs it)")
+    monkeypatch.delenv("KERN_ROOT", raising=False)
+    return project
+
+
+def build(cli: Callable[..., CliResult], project: Path, state: Path, *args: str) -> CliResult:
+    return cli("--state-dir", str(state), "build", "kern", "--backend", "cuda", *args,
+               cwd=project, runner=WritingRunner())
+
+
+def tree_files(p: Path) -> dict[str, bytes]:
+    return {q.relative_to(p).as_posix(): q.read_bytes() for q in sorted(p.rglob("*"))
+            if q.is_file()}
+
+
+def test_a_foreign_folder_at_the_kernel_tree_is_refused(kern: Path, tmp_path: Path,
+                                                        cli: Callable[..., CliResult]) -> None:
+    root = tmp_path / "v"
+    (root / "cuda").mkdir(parents=True)
+    (root / "cuda" / "IMPORTANT").write_text("not builder's")
+    r = build(cli, kern, tmp_path / "state", "-o", f"root={root}")
+    assert r.code == REFUSED, r.out + r.err
+    assert str(root / "cuda") in r.err and "fix:" in r.err
+    assert (root / "cuda" / "IMPORTANT").read_text() == "not builder's"
+    assert sorted(p.name for p in root.iterdir()) == ["cuda"]  # not even a temporary
+    assert not (tmp_path / "state" / "kernels").exists()  # refused before any step ran
+
+
+def test_a_file_at_the_kernel_tree_is_refused(kern: Path, tmp_path: Path,
+                                              cli: Callable[..., CliResult]) -> None:
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "cuda").write_text("a file")
+    r = build(cli, kern, tmp_path / "state", "-o", f"root={root}")
+    assert r.code == REFUSED and (root / "cuda").read_text() == "a file"
+
+
+@pytest.mark.parametrize("value", ["", "relative/k", ".", "/"])
+def test_install_roots_must_be_absolute(kern: Path, tmp_path: Path, value: str,
+                                        cli: Callable[..., CliResult],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "cwd"
+    (work / "cuda").mkdir(parents=True)
+    (work / "cuda" / "keep").write_text("x")
+    r = build(cli, kern, tmp_path / "state", "-o", f"root={value}")
+    assert r.code == 4, r.out + r.err
+    assert "install.root" in r.err and "fix:" in r.err
+    assert (work / "cuda" / "keep").read_text() == "x"
+    assert not (kern / "cuda").exists() and not (kern / "relative").exists()
+
+
+def test_an_unset_env_in_the_install_root_is_an_error(kern: Path, tmp_path: Path,
+                                                      cli: Callable[..., CliResult],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    recipe = kern / "recipes" / "kern.yaml"
+    recipe.write_text(recipe.read_text().replace('root: "${options.root}"',
+                                                 'root: "${env.KERN_TEST_ROOT}"'))
+    monkeypatch.delenv("KERN_TEST_ROOT", raising=False)
+    r = build(cli, kern, tmp_path / "state")
+    assert r.code == 4 and "KERN_TEST_ROOT" in r.err, r.err
+    monkeypatch.setenv("KERN_TEST_ROOT", str(tmp_path / "k"))
+    r = build(cli, kern, tmp_path / "state")
+    assert r.code == 0, r.out + r.err
+    assert (tmp_path / "k" / "cuda" / TREE_MARKER).is_file()
+
+
+def test_builder_replaces_its_own_trees(kern: Path, tmp_path: Path,
+                                        cli: Callable[..., CliResult]) -> None:
+    root, state = tmp_path / "k", tmp_path / "state"
+    assert build(cli, kern, state, "-o", f"root={root}").code == 0
+    assert (root / "cuda" / TREE_MARKER).is_file()
+    first = tree_files(root / "cuda")
+    (kern / "sources" / "kern" / "scale.cu").write_text("// changed\n")
+    r = build(cli, kern, state, "-o", f"root={root}")
+    assert r.code == 0, r.out + r.err
+    assert tree_files(root / "cuda") != first and (root / "cuda" / TREE_MARKER).is_file()
+    # a tree published before the marker existed: listed in the registry, with a manifest
+    (root / "cuda" / TREE_MARKER).unlink()
+    (kern / "sources" / "kern" / "scale.cu").write_text("// changed again\n")
+    assert build(cli, kern, state, "-o", f"root={root}").code == 0
+    # the same tree, neither marked nor registered: refused
+    (root / "cuda" / TREE_MARKER).unlink()
+    (state / "kernel-installs.json").write_text("{}")
+    (kern / "sources" / "kern" / "scale.cu").write_text("// and again\n")
+    assert build(cli, kern, state, "-o", f"root={root}").code == REFUSED
+
+
+def ordinary_folder(p: Path) -> dict[str, bytes]:
+    for name in ("sources", "install", "stage", "wheels"):
+        (p / name).mkdir(parents=True)
+        (p / name / "mine.txt").write_text(name)
+    return tree_files(p)
+
+
+@pytest.mark.parametrize("command", [["cache", "prune"], ["cache", "prune", "--dry-run"],
+                                     ["cache", "info"], ["build", "greet"], ["plan", "greet"],
+                                     ["lock", "greet"], ["report"], ["host"]])
+def test_an_ordinary_folder_is_never_used_as_state(project: Path, tmp_path: Path,
+                                                   command: list[str],
+                                                   cli: Callable[..., CliResult]) -> None:
+    folder = tmp_path / "mine"
+    before = ordinary_folder(folder)
+    r = cli("--state-dir", str(folder), *command, cwd=project, runner=RecordingRunner())
+    assert r.code == REFUSED, r.out + r.err
+    assert "not a builder state folder" in r.err and "--state-dir" in r.err
+    assert tree_files(folder) == before and sorted(os.listdir(folder)) == sorted(
+        ["sources", "install", "stage", "wheels"])
+
+
+def test_a_state_dir_that_is_a_file_is_refused(project: Path, tmp_path: Path,
+                                               cli: Callable[..., CliResult]) -> None:
+    f = tmp_path / "state"
+    f.write_text("mine")
+    for command in (["cache", "prune"], ["build", "greet"], ["plan", "greet"]):
+        r = cli("--state-dir", str(f), *command, cwd=project, runner=RecordingRunner())
+        assert r.code == REFUSED and "not a folder" in r.err and f.read_text() == "mine"
+
+
+def test_new_empty_and_old_state_folders_are_used(project: Path, tmp_path: Path,
+                                                  cli: Callable[..., CliResult]) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    old = tmp_path / "old"
+    (old / "install").mkdir(parents=True)
+    (old / "lock").write_text("12345")
+    (old / "host.json").write_text("{}")
+    for state in (tmp_path / "new" / "deep", empty, old):
+        r = cli("--state-dir", str(state), "build", "greet", cwd=project,
+                runner=RecordingRunner())
+        assert r.code == 0, r.out + r.err
+        assert (state / STATE_MARKER).is_file()
+        r = cli("--state-dir", str(state), "cache", "prune", cwd=project)
+        assert r.code == 0, r.out + r.err
+
+
+def test_prune_of_a_real_state_folder_keeps_foreign_files_out(project: Path, tmp_path: Path,
+                                                              cli: Callable[..., CliResult]
+                                                              ) -> None:
+    """A state folder that someone later puts a file of their own into is refused as a
+    whole: builder does not guess which entries are its own."""
+    state = tmp_path / "state"
+    assert cli("--state-dir", str(state), "build", "greet", cwd=project,
+               runner=RecordingRunner()).code == 0
+    (state / STATE_MARKER).unlink()
+    (state / "notes.txt").write_text("mine")
+    r = cli("--state-dir", str(state), "cache", "prune", cwd=project)
+    assert r.code == REFUSED and (state / "notes.txt").read_text() == "mine"
+    assert json.loads((state / "last-build.json").read_text())  # nothing was removed
