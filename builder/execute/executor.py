@@ -26,13 +26,16 @@ from builder.errors import DownloadFailed, FetchError, Interrupted, StepFailed
 from builder.plan.model import CACHED, SKIP, TO_RUN, BuildPlan, Step
 from builder.plan.payloads import (
     CleanStage,
+    CollectInstall,
     CompileJobs,
     Download,
     FetchSource,
     KernelEntry,
+    PrepareBuild,
     PublishInstall,
     PublishKernels,
     RenderFiles,
+    TestRun,
     WheelBuild,
 )
 from builder.util.files import atomic_write, file_list, file_sha256, replace_dir
@@ -86,6 +89,7 @@ class Executor:
         self.keep_going = keep_going
         self.broker: Any = None  # the running build step's memory broker, for progress
         self.cache_stats: list[dict[str, int]] = []  # compiler cache hits/misses per build
+        self.test_counts: dict[str, Any] = {}  # test step → testcounts.Counts (or None)
 
     def _emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",
               index: int = 0) -> None:
@@ -210,6 +214,55 @@ class Executor:
                                               "prediction": dataclasses.asdict(prediction),
                                               "jobs": broker.report()}, indent=1))
 
+    def _do_prepare(self, step: Step) -> None:
+        """Compiler wrappers and build folders for a build driven by pip or xmake."""
+        from builder.execute.collect import prepare
+
+        assert isinstance(step.payload, PrepareBuild)
+        prepare(step.payload)
+
+    def _do_collect(self, step: Step) -> None:
+        """The stage filled from the build's wheel and the recipe's ``install.files``."""
+        from builder.execute.collect import CollectError, collect
+
+        assert isinstance(step.payload, CollectInstall)
+        log = self._log_path(step)
+        try:
+            done = collect(step.payload)
+        except (CollectError, OSError, ValueError) as exc:  # zipfile.BadZipFile is one
+            raise StepFailed(step.id, [], 1, str(log), [], str(exc)) from None
+        atomic_write(log, "".join(f"{line}\n" for line in done))
+
+    def _do_test(self, step: Step) -> None:
+        """The test command; then how many tests it ran. One that ran none fails unless
+        the recipe allows it (``allow_empty``)."""
+        from builder.execute.testcounts import PYTEST_NO_TESTS, count
+
+        allow = isinstance(step.payload, TestRun) and step.payload.allow_empty
+        log = self._log_path(step)
+        try:
+            self._commands(step)
+        except StepFailed as failed:
+            counts = count(_read_lines(log))
+            if failed.returncode == PYTEST_NO_TESTS and counts is not None and \
+                    counts.tool == "pytest" and counts.total == 0:
+                if allow:
+                    self.test_counts[step.id] = counts
+                    return
+                failed.explanation = ("pytest collected no tests (exit status 5): a test "
+                                      "step that ran nothing is not a pass; fix the test "
+                                      "paths, or set allow_empty: true on the test")
+            raise
+        counts = count(_read_lines(log))
+        self.test_counts[step.id] = counts
+        if counts is not None and counts.total == 0 and not allow:
+            raise StepFailed(step.id, list(step.commands[-1]) if step.commands else [], 0,
+                             str(log), _read_lines(log)[-10:],
+                             f"it ran no test ({counts.text()}): a test step that ran "
+                             f"nothing is not a pass; point it at the tests (ctest: the "
+                             f"folder whose CMakeLists calls enable_testing()), or set "
+                             f"allow_empty: true on the test")
+
     def _do_wheel(self, step: Step) -> None:
         from builder.wheels.build import build_wheel
 
@@ -232,6 +285,11 @@ class Executor:
             return
         shutil.rmtree(partial, ignore_errors=True)
         try:
+            if src.kind == "path":  # a patched local folder: patched in builder's copy
+                from builder.source.digest import SKIP_DIRS
+
+                shutil.copytree(src.location, partial, symlinks=True,
+                                ignore=shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info"))
             if src.kind == "url":
                 archive = dest.with_name(dest.name + ".download")
                 try:
@@ -409,6 +467,13 @@ class Executor:
             registry = {}
         registry[str(tree)] = step.inputs_hash
         atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def compiler_cache_stats(env: dict[str, str]) -> dict[str, int] | None:

@@ -106,7 +106,8 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
             kernel_installs[tree] = str(key)
     units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
     for r in recipes:
-        if r.build_system == "cmake" and r.sources and r.sources[0].kind == "path":
+        if r.build_system in ("cmake", "python", "xmake") and r.sources and \
+                r.sources[0].kind == "path":
             root = Path(r.sources[0].location) / r.sources[0].subdir
             if str(root) not in units:
                 units[str(root)] = compile_units(root)
