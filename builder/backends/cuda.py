@@ -8,7 +8,6 @@ toolkit's version, narrowed by the live ``nvcc --list-gpu-code``.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -131,10 +130,11 @@ class CudaBackend:
         return {"CMAKE_CUDA_ARCHITECTURES": self.archs_cmake(archs)} if archs else {}
 
     def build_env(self, archs: tuple[str, ...], wrapper: str, real: str) -> dict[str, str]:
-        # torch.utils.cpp_extension: TORCH_CUDA_ARCH_LIST ("8.0;9.0a"), PYTORCH_NVCC (the
-        # nvcc it writes into build.ninja) and CUDA_HOME (set, so that it is not guessed
-        # from the wrapper's folder); CMake: CUDAARCHS initialises CMAKE_CUDA_ARCHITECTURES
-        env = {"PYTORCH_NVCC": wrapper, "CUDA_HOME": str(Path(real).parent.parent)}
+        # torch.utils.cpp_extension: TORCH_CUDA_ARCH_LIST ("8.0;9.0a") and PYTORCH_NVCC (the
+        # nvcc it writes into build.ninja; it still finds CUDA_HOME from the nvcc on PATH,
+        # since the wrapper is not put there); CMake: CUDAARCHS initialises
+        # CMAKE_CUDA_ARCHITECTURES
+        env = {"PYTORCH_NVCC": wrapper}
         if archs:
             nums = [a.removeprefix("sm_") for a in archs]
             env["TORCH_CUDA_ARCH_LIST"] = ";".join(f"{n[:-1]}.{n[-1:]}" if n[-1].isdigit()

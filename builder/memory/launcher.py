@@ -65,6 +65,11 @@ OOM_MARKERS = (b"Killed signal terminated program", b"virtual memory exhausted",
 
 
 def source_of(argv: list[str]) -> str | None:
+    """The file a compile command compiles; None for commands that are no compile job:
+    links, and preprocessing only (``-E``: a compiler cache's first pass, ~0.1 GB),
+    which would otherwise teach the history a tiny peak for the file."""
+    if "-E" in argv[1:]:
+        return None
     for i, a in enumerate(argv[:-1]):
         if a == "-c" and argv[i + 1].endswith(SOURCE_SUFFIXES):
             return argv[i + 1]

@@ -85,7 +85,10 @@ def wrapper_env(ctx: VariantContext, be: Backend, bin_dir: Path, flags: FlagSet,
     for lang in ("C", "CXX", *([be.cmake_language] if be.cmake_language else [])):
         env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = launcher
     wide = str(ctx.jobs * 2)  # the broker, not the job count, keeps memory in budget
-    env.update({"MAX_JOBS": wide, "CMAKE_BUILD_PARALLEL_LEVEL": wide})
+    env.update({"MAX_JOBS": wide, "CMAKE_BUILD_PARALLEL_LEVEL": wide,
+                # cpp_extension would put a ccache it finds in front of CXX on its own;
+                # the compiler cache is builder's choice (--compiler-cache), in the wrappers
+                "TORCH_NO_COMPILER_WRAPPER": "1"})
     for lang, name in FLAG_ENV.items():
         if flags.get(lang):
             env[name] = " ".join(substitute(x, vals) for x in flags.get(lang))
