@@ -81,6 +81,8 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         remote = sum(c.get("remote_hits", 0) for c in ex.cache_stats)
         print(f"compiler cache: {hits} hit(s), {misses} miss(es)" +
               (f", {remote} from the remote" if remote else ""))
+    for sid, counts in ex.test_counts.items():  # a test that ran nothing is no pass
+        print(f"tests: {sid}: {counts.text() if counts else 'ran (no count in its output)'}")
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "

@@ -57,7 +57,9 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
                      if isinstance(x, bool)}}
     xmake = tool(ctx.host, "xmake", "xmake")
     own = env.get("PYTORCH_NVCC", "")  # the backend tool's wrapper (nvcc)
-    configure = (xmake, "f", "-P", src, "-y", "-m", XMAKE_MODES[v.build_type],
+    # --ccache=n: xmake's own compile cache preprocesses first and compiles the result in
+    # the build folder, which would hide the source file from the memory history
+    configure = (xmake, "f", "-P", src, "-y", "-m", XMAKE_MODES[v.build_type], "--ccache=n",
                  "-o", str(bdir / "build"), f"--cc={cc_wrap}", f"--cxx={cxx_wrap}",
                  f"--ld={cxx_wrap}", f"--sh={cxx_wrap}",
                  *([f"--cu={own}"] if own else []),
