@@ -1,6 +1,7 @@
 """The steps of a ``build.system: xmake`` variant (pure, like the resolver), as LLAISYS
 upstream builds: ``xmake f`` (configure) → ``xmake build`` → ``xmake install -o`` — with
-the recipe's build type, flags, backend compiler and ``build.configure_args`` (options
+the recipe's build type, flags, backend compiler, ``defines`` (the recipe's and the
+backend's, as ``--NAME=value`` xmake options) and ``build.configure_args`` (options
 substituted, bools as ``y``/``n``), every compiler a wrapper that runs
 ``python -m builder.memory.launcher`` so that the broker admits each compile by memory
 while xmake runs ``-j`` at twice the CPUs.
@@ -32,6 +33,11 @@ __all__ = ["XMAKE_MODES", "xmake_steps"]
 
 #: builder's build types → xmake's modes
 XMAKE_MODES = {"release": "release", "debug": "debug", "relwithdebinfo": "releasedbg"}
+
+
+def _xmake_value(value: str) -> str:
+    """A define's value as xmake reads options: booleans (ON/OFF from YAML) as y/n."""
+    return {"ON": "y", "OFF": "n"}.get(value, value)
 
 
 def xmake_steps(ctx: VariantContext) -> list[Step]:
@@ -67,6 +73,9 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
                    for opt, lang in (("cflags", "c"), ("cxxflags", "cxx"), ("cuflags", "cuda"),
                                      ("ldflags", "ld"), ("shflags", "ld"))
                    if flags.get(lang)),
+                 # the recipe's and the backend's defines are xmake options here
+                 *(f"--{k}={_xmake_value(substitute(x, yn))}"
+                   for k, x in (*r.defines, *spec.defines)),
                  *(substitute(a, yn) for a in r.build_spec.configure_args))
     fetch = fetch_steps(ctx)
     sid = v.id
