@@ -39,10 +39,13 @@ from builder.resolve.xmakesteps import xmake_steps
 from builder.workspace.paths import Workspace
 from builder.workspace.state import State
 
-__all__ = ["INSTALLS", "env_snapshot", "resolve"]
+__all__ = ["INSTALLS", "REMOTE_SYSTEMS", "env_snapshot", "resolve"]
 
 #: build systems whose variant is one install tree (cached as a whole by its key)
 INSTALLS = ("cmake", "python", "xmake")
+#: build systems whose variants a Conan remote can hold (python and xmake installs are
+#: not exported to Conan yet: they are built here)
+REMOTE_SYSTEMS = ("cmake", "kernels")
 #: the steps of each build system's variant
 _STEPS: dict[str, Callable[[VariantContext], list[Step]]] = {
     "cmake": cmake_steps, "kernels": kernel_steps, "python": python_steps,
@@ -252,7 +255,8 @@ class _Resolution:
         if recipe.build_system == "kernels" and variant.status == BUILD and all(
                 s.status != BUILD for s in new_steps):
             return replace(variant, status=CACHED), new_steps
-        if variant.status == BUILD and request.remote and variant.key in self.state.remote_keys:
+        if variant.status == BUILD and request.remote and variant.key in \
+                self.state.remote_keys and recipe.build_system in REMOTE_SYSTEMS:
             variant = replace(variant, status=DOWNLOAD,
                               reason=f"published on remote {request.remote}; downloaded, "
                                      f"not built (its tests ran where it was built)")

@@ -3,6 +3,8 @@ fields that fix what upstream lacks, and how a test step's counts are read."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,25 @@ def test_bad_build_settings(tmp_path: Path, snippet: str, message: str) -> None:
 ])
 def test_test_counts(output: str, want: Counts | None) -> None:
     assert count(output.splitlines()) == want
+
+
+def test_preprocessing_is_no_compile_job() -> None:
+    from builder.memory.launcher import source_of
+
+    assert source_of(["g++", "-E", "-c", "/s/a.cpp"]) is None  # a compiler cache's first pass
+    assert source_of(["g++", "-O2", "-c", "/s/a.cpp", "-o", "a.o"]) == "/s/a.cpp"
+
+
+def test_wrapper_runs_the_launcher(tmp_path: Path) -> None:
+    import subprocess
+
+    from builder.execute.collect import prepare
+
+    w = tmp_path / "bin" / "cc"
+    prepare(payloads.PrepareBuild(clean=(str(tmp_path / "dist"),), files=(),
+                                  wrappers=((str(w), "/bin/echo"),), python=sys.executable))
+    assert os.access(w, os.X_OK) and (tmp_path / "dist").is_dir()
+    # no broker: the launcher runs the real command with the wrapper's arguments
+    out = subprocess.run([str(w), "hello", "-c", "x.c"], capture_output=True, text=True,
+                         env={**os.environ, "BUILDER_BROKER": ""}, check=True).stdout
+    assert out == "hello -c x.c\n"
