@@ -123,7 +123,7 @@ def python_steps(ctx: VariantContext) -> list[Step]:
     assert spec is not None
     common = common_of(v)
     bdir, stage = ws.build_dir(r.name, ctx.vdir), ws.stage_dir(r.name, ctx.vdir)
-    vals = ctx.values(build=str(bdir))
+    vals = ctx.values()
     src = vals["source"]
     flags = r.flags.for_build_type(v.build_type) + spec.flags.for_build_type(v.build_type)
     env, wrappers = wrapper_env(ctx, be, bdir / "bin", flags, vals)

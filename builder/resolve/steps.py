@@ -39,6 +39,11 @@ __all__ = ["BUILD_TIMEOUT", "StepCommon", "VariantContext", "collect_step", "com
 BUILD_TIMEOUT = 4 * 3600
 
 
+#: ``${build}`` below the variant's build folder: CMake's binary dir, xmake's ``-o``; a
+#: python build's own folders (setuptools', ``build-dir`` settings) are below the folder itself
+_BUILD_SUBDIR = {"python": ".", "xmake": "build"}
+
+
 @dataclass(frozen=True)
 class VariantContext:
     recipe: Recipe
@@ -107,7 +112,8 @@ class VariantContext:
         out = {"package.name": v.recipe, "package.version": v.version, "backend": v.backend,
                "build_type": v.build_type, "archs": ";".join(v.archs),
                "archs.cmake": be.archs_cmake(v.archs), "source": self.source_root(),
-               "build": str(self.ws.build_dir(v.recipe, self.vdir) / "cmake"),
+               "build": str(self.ws.build_dir(v.recipe, self.vdir) /
+                            _BUILD_SUBDIR.get(self.recipe.build_system, "cmake")),
                "prefix": str(self.ws.stage_dir(v.recipe, self.vdir))}
         if self.python:
             out["python"] = self.python.path

@@ -122,3 +122,17 @@ def test_xmake_project_with_options_under_the_broker(rp: Path) -> None:
     assert "--shout=y" in builder(rp, "plan", "xdemo", "-o", "xdemo:shout=true").stdout
     loud = builder(rp, "build", "xdemo", "-o", "xdemo:shout=true")
     assert loud.returncode == 0, loud.stdout + loud.stderr  # the test expects capitals
+
+
+def test_python_build_frontend(rp: Path) -> None:
+    need("gcc")
+    pytest.importorskip("build", reason="needs the `build` package (pip install build)")
+    recipe = rp / "recipes" / "pyext.yaml"
+    recipe.write_text(recipe.read_text().replace("  system: python\n",
+                                                 "  system: python\n  frontend: build\n"))
+    plan = builder(rp, "plan", "pyext")
+    assert "-m build --wheel --no-isolation" in plan.stdout, plan.stdout
+    r = builder(rp, "build", "pyext")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "test:unit: 2 passed (pytest)" in r.stdout
+    assert sorted(str(j["file"]) for j in jobs(rp, "pyext")) == ["csrc/extra.c", "csrc/speed.c"]
