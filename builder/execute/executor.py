@@ -236,32 +236,25 @@ class Executor:
     def _do_test(self, step: Step) -> None:
         """The test command; then how many tests it ran. One that ran none fails unless
         the recipe allows it (``allow_empty``)."""
-        from builder.execute.testcounts import PYTEST_NO_TESTS, count
+        from builder.execute.testcounts import verdict
 
         allow = isinstance(step.payload, TestRun) and step.payload.allow_empty
         log = self._log_path(step)
         try:
             self._commands(step)
+            rc = 0
         except StepFailed as failed:
-            counts = count(_read_lines(log))
-            if failed.returncode == PYTEST_NO_TESTS and counts is not None and \
-                    counts.tool == "pytest" and counts.total == 0:
-                if allow:
-                    self.test_counts[step.id] = counts
-                    return
-                failed.explanation = ("pytest collected no tests (exit status 5): a test "
-                                      "step that ran nothing is not a pass; fix the test "
-                                      "paths, or set allow_empty: true on the test")
+            counts, why = verdict(_read_lines(log), failed.returncode, allow)
+            if why is None:  # pytest's "no tests" status, allowed
+                self.test_counts[step.id] = counts
+                return
+            failed.explanation = why or failed.explanation
             raise
-        counts = count(_read_lines(log))
+        counts, why = verdict(_read_lines(log), rc, allow)
         self.test_counts[step.id] = counts
-        if counts is not None and counts.total == 0 and not allow:
+        if why:
             raise StepFailed(step.id, list(step.commands[-1]) if step.commands else [], 0,
-                             str(log), _read_lines(log)[-10:],
-                             f"it ran no test ({counts.text()}): a test step that ran "
-                             f"nothing is not a pass; point it at the tests (ctest: the "
-                             f"folder whose CMakeLists calls enable_testing()), or set "
-                             f"allow_empty: true on the test")
+                             str(log), _read_lines(log)[-10:], why)
 
     def _do_wheel(self, step: Step) -> None:
         from builder.wheels.build import build_wheel

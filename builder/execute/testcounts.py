@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["PYTEST_NO_TESTS", "Counts", "count"]
+__all__ = ["PYTEST_NO_TESTS", "Counts", "count", "verdict"]
 
 #: pytest's exit status when it collected no test
 PYTEST_NO_TESTS = 5
@@ -97,3 +97,23 @@ def count(lines: Iterable[str]) -> Counts | None:
         if tool in found:
             return found[tool]
     return None
+
+
+def verdict(lines: list[str], rc: int, allow_empty: bool) -> tuple[Counts | None, str | None]:
+    """A test step's counts and why it fails ("": for its exit status alone, as before;
+    None: it passes, though pytest exited 5 — no tests, allowed)."""
+    counts = count(lines)
+    empty = counts is not None and counts.total == 0
+    if rc == PYTEST_NO_TESTS and empty and counts is not None and counts.tool == "pytest":
+        return counts, None if allow_empty else (
+            "pytest collected no tests (exit status 5): a test step that ran nothing is not "
+            "a pass; fix the test paths, or set allow_empty: true on the test")
+    if rc != 0:
+        return counts, ""
+    if empty and not allow_empty:
+        assert counts is not None
+        return counts, (f"it ran no test ({counts.text()}): a test step that ran nothing is "
+                        f"not a pass; point it at the tests (ctest: the folder whose "
+                        f"CMakeLists calls enable_testing()), or set allow_empty: true on "
+                        f"the test")
+    return counts, None

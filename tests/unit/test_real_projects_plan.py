@@ -167,3 +167,15 @@ def test_wrapper_runs_the_launcher(tmp_path: Path) -> None:
     out = subprocess.run([str(w), "hello", "-c", "x.c"], capture_output=True, text=True,
                          env={**os.environ, "BUILDER_BROKER": ""}, check=True).stdout
     assert out == "hello -c x.c\n"
+
+
+def test_verdicts() -> None:
+    from builder.execute.testcounts import verdict
+
+    none = ["no tests ran in 0.01s"]
+    assert verdict(none, 5, False)[1].startswith("pytest collected no tests")
+    assert verdict(none, 5, True)[1] is None  # allowed: a pass
+    assert verdict(["No tests were found!!!"], 0, False)[1].startswith("it ran no test")
+    assert verdict(["No tests were found!!!"], 0, True)[1] is None
+    assert verdict(["2 passed in 0.1s"], 0, False) == (Counts("pytest", 2), None)
+    assert verdict(["1 failed in 0.1s"], 1, False)[1] == ""  # its exit status says it
