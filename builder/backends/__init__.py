@@ -131,6 +131,12 @@ class Backend(Protocol):
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         """Defines every CMake variant of this backend gets."""
 
+    def build_env(self, archs: tuple[str, ...], wrapper: str, real: str) -> dict[str, str]:
+        """Environment that tells builds driven by other tools (setup.py with
+        torch.utils.cpp_extension, scikit-build-core, a CMake run by setup.py) the archs
+        and this backend's compiler: ``wrapper`` is the memory-launcher wrapper of the
+        backend's tool, ``real`` the tool itself."""
+
     def kernel_formats(self) -> tuple[str, ...]:
         """Artifact formats a kernel can be compiled to; the first is the default.
         The format is also the file extension."""

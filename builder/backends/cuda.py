@@ -129,6 +129,19 @@ class CudaBackend:
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {"CMAKE_CUDA_ARCHITECTURES": self.archs_cmake(archs)} if archs else {}
 
+    def build_env(self, archs: tuple[str, ...], wrapper: str, real: str) -> dict[str, str]:
+        # torch.utils.cpp_extension: TORCH_CUDA_ARCH_LIST ("8.0;9.0a") and PYTORCH_NVCC (the
+        # nvcc it writes into build.ninja; it still finds CUDA_HOME from the nvcc on PATH,
+        # since the wrapper is not put there); CMake: CUDAARCHS initialises
+        # CMAKE_CUDA_ARCHITECTURES
+        env = {"PYTORCH_NVCC": wrapper}
+        if archs:
+            nums = [a.removeprefix("sm_") for a in archs]
+            env["TORCH_CUDA_ARCH_LIST"] = ";".join(f"{n[:-1]}.{n[-1:]}" if n[-1].isdigit()
+                                                   else f"{n[:-2]}.{n[-2:]}" for n in nums)
+            env["CUDAARCHS"] = ";".join(nums)
+        return env
+
     def kernel_formats(self) -> tuple[str, ...]:
         return tuple(_table()["formats"])
 

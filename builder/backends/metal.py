@@ -61,6 +61,9 @@ class MetalBackend:
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {}
 
+    def build_env(self, archs: tuple[str, ...], wrapper: str, real: str) -> dict[str, str]:
+        return {}
+
     def kernel_formats(self) -> tuple[str, ...]:
         return (str(_table()["ext"]),)
 

@@ -108,6 +108,12 @@ class RocmBackend:
     def cmake_defines(self, archs: tuple[str, ...]) -> dict[str, str]:
         return {"CMAKE_HIP_ARCHITECTURES": self.archs_cmake(archs)} if archs else {}
 
+    def build_env(self, archs: tuple[str, ...], wrapper: str, real: str) -> dict[str, str]:
+        # torch.utils.cpp_extension reads PYTORCH_ROCM_ARCH; CMake's HIPARCHS initialises
+        # CMAKE_HIP_ARCHITECTURES
+        return {"PYTORCH_ROCM_ARCH": ";".join(archs), "HIPARCHS": ";".join(archs),
+                "HIP_PLATFORM": "amd"} if archs else {"HIP_PLATFORM": "amd"}
+
     def kernel_formats(self) -> tuple[str, ...]:
         return (str(_table()["ext"]),)
 

@@ -117,6 +117,8 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
     for line in summary.oom:  # recovered or not: its estimate was wrong, and it cost time
         print(f"out of memory: {line}")
     _print_wheels(plan)
+    for sid, counts in ex.test_counts.items():  # a test that ran nothing is no pass
+        print(f"tests: {sid}: {counts.text() if counts else 'ran (no count in its output)'}")
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "

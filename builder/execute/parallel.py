@@ -53,8 +53,8 @@ def run_batch(ex: Any, batch: list[Step], first: int, summary: Any, bad: set[str
                 while queue and len(running) < ex.plan.jobs:
                     i, step = queue.pop(0)
                     if runs(ex, step, i, summary, bad):
-                        ex._emit("start", step, index=i)
-                        running[pool.submit(ex._run_step, step)] = \
+                        ex.emit("start", step, index=i)
+                        running[pool.submit(ex.run_step, step)] = \
                             (i, step, time.monotonic())
                 if not running:
                     continue
@@ -65,14 +65,14 @@ def run_batch(ex: Any, batch: list[Step], first: int, summary: Any, bad: set[str
                     if isinstance(exc, StepFailed):
                         summary.failed.append(exc)
                         bad.add(step.id)
-                        ex._emit("failed", step, time.monotonic() - t0, str(exc),
+                        ex.emit("failed", step, time.monotonic() - t0, str(exc),
                                    index=i)
                     elif exc is not None:
                         queue.clear()
                         raise exc
                     else:
                         summary.done.append(step.id)
-                        ex._emit("done", step, time.monotonic() - t0, index=i)
+                        ex.emit("done", step, time.monotonic() - t0, index=i)
         except BaseException as exc:
             queue.clear()
             stop = getattr(ex.runner, "stop_all", None)
@@ -92,17 +92,17 @@ def runs(ex: Any, step: Step, i: int, summary: Any, bad: set[str]) -> bool:
     if step.status == SKIP:
         summary.skipped.append(step.id)
         bad.add(step.id)
-        ex._emit("skip", step, message=step.reason, index=i)
+        ex.emit("skip", step, message=step.reason, index=i)
         return False
     if step.status == CACHED:
         summary.cached.append(step.id)
-        ex._emit("cached", step, index=i)
+        ex.emit("cached", step, index=i)
         return False
     broken = [d for d in step.deps if d in bad]
     if broken:
         summary.aborted.append(step.id)
         bad.add(step.id)
-        ex._emit("aborted", step, message=f"needs {broken[0]}", index=i)
+        ex.emit("aborted", step, message=f"needs {broken[0]}", index=i)
         return False
     if summary.failed and not ex.keep_going:
         summary.aborted.append(step.id)

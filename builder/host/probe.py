@@ -90,6 +90,7 @@ _TOOL_PROBES: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "sccache": (["--version"], ("sccache",)),
     "git": (["--version"], ("git",)),
     "patch": (["--version"], ("patch",)),
+    "xmake": (["--version"], ("xmake",)),
     # wheel repair (manylinux tags): auditwheel needs patchelf
     "auditwheel": (["--version"], ("auditwheel",)),
     "patchelf": (["--version"], ("patchelf",)),
@@ -135,7 +136,9 @@ def _probe_tool(tool: str, cache: _ProbeCache,
     if hit is not None:
         return ToolInfo(tool, exe, hit["version"], tuple(hit.get("archs", ())),
                         bool(hit.get("static_runtime", False)))
-    rc, out = capture([exe, *args])
+    # xmake refuses to run as root unless told that it may (builds get the same variable)
+    rc, out = capture([exe, *args], env={**os.environ, "XMAKE_ROOT": "y"}) \
+        if tool == "xmake" else capture([exe, *args])
     if rc != 0:
         return None
     backend = next((be for be in registry.backends() if be.tool == tool), None)

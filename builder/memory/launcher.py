@@ -11,6 +11,11 @@ happens, it never leaves the tree stopped.  An out-of-memory kill — signal 9, 
 g++'s "Killed signal terminated program cc1plus" with exit status 1 — is retried
 once, alone, with the recipe's low-memory flags.  Without a broker (e.g. ``ninja``
 run by hand) it just runs the compiler.
+
+A launcher started inside a launched compile (``$BUILDER_LAUNCHED``: a compiler wrapper
+that nvcc runs as its host compiler, or CMake run with both ``CXX`` naming a wrapper and
+``CMAKE_CXX_COMPILER_LAUNCHER``) runs its compiler directly: the job was admitted once,
+and its memory is measured as part of the outer job's process tree.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pathlib import Path
 __all__ = [
     "CHILDREN_FILES",
     "CURVE_POINTS",
+    "LAUNCHED",
     "OOM_MARKERS",
     "PAGE",
     "SOURCE_SUFFIXES",
@@ -50,6 +56,9 @@ __all__ = [
     "tree_sample",
 ]
 
+#: set in a launched compiler's environment: launchers below it do not ask again
+LAUNCHED = "BUILDER_LAUNCHED"
+
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".hip", ".m", ".mm")
 OOM_MARKERS = (b"Killed signal terminated program", b"virtual memory exhausted",
                b"out of memory allocating", b"std::bad_alloc", b"Cannot allocate memory",
@@ -57,6 +66,11 @@ OOM_MARKERS = (b"Killed signal terminated program", b"virtual memory exhausted",
 
 
 def source_of(argv: list[str]) -> str | None:
+    """The file a compile command compiles; None for commands that are no compile job:
+    links, and preprocessing only (``-E``: a compiler cache's first pass, ~0.1 GB),
+    which would otherwise teach the history a tiny peak for the file."""
+    if "-E" in argv[1:]:
+        return None
     for i, a in enumerate(argv[:-1]):
         if a == "-c" and argv[i + 1].endswith(SOURCE_SUFFIXES):
             return argv[i + 1]
@@ -274,7 +288,7 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
     obey pause/resume."""
     start = time.monotonic()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, env={**os.environ, LAUNCHED: "1"})
     peak = 0
     err = bytearray()
 
@@ -362,7 +376,7 @@ def main(argv: list[str]) -> int:
         return 2
     broker = os.environ.get("BUILDER_BROKER", "")
     src = source_of(argv)
-    if not broker or not Path(broker).exists() or src is None:
+    if not broker or not Path(broker).exists() or src is None or os.environ.get(LAUNCHED):
         os.execvp(argv[0], argv)
     file = os.path.abspath(src)
     retry = False

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["CleanStage", "CompileJobs", "Download", "FetchSource", "HeavyJob", "KernelEntry",
-           "MemoryConfig", "Payload", "Prediction", "PublishInstall", "PublishKernels",
-           "RenderFiles", "WheelBuild", "payload_from_json", "payload_to_json"]
+__all__ = ["CleanStage", "CollectInstall", "CompileJobs", "Download", "FetchSource", "HeavyJob",
+           "KernelEntry", "MemoryConfig", "Payload", "Prediction", "PrepareBuild",
+           "PublishInstall", "PublishKernels", "RenderFiles", "TestRun", "WheelBuild",
+           "payload_from_json", "payload_to_json"]
 
 
 @dataclass(frozen=True)
@@ -165,11 +166,51 @@ class Download:
     kernel_entries: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class PrepareBuild:
+    """Before a build driven by another tool (pip, xmake): folders emptied, plain files
+    written, and compiler wrappers made — executable scripts that run
+    ``python -m builder.memory.launcher <real compiler>``, so that tools which take their
+    compiler from CC/CXX/PYTORCH_NVCC compile under the memory broker."""
+
+    TYPE: ClassVar[str] = "prepare"
+    clean: tuple[str, ...]
+    files: tuple[tuple[str, str], ...]  # (path, text)
+    wrappers: tuple[tuple[str, str], ...]  # (wrapper path, real compiler)
+    python: str  # the interpreter that runs the launcher
+    chain: tuple[str, ...] = ()  # run after the launcher, before the compiler (ccache)
+
+
+@dataclass(frozen=True)
+class CollectInstall:
+    """The stage filled by builder: from the one wheel a python build made (kept under
+    ``wheel_to``; its files unpacked into the stage) and from the recipe's
+    ``install.files`` (``(from, to)``, substituted; a relative ``from`` is below
+    ``source``)."""
+
+    TYPE: ClassVar[str] = "collect"
+    stage: str
+    source: str
+    files: tuple[tuple[str, str], ...] = ()
+    wheel_from: str = ""
+    wheel_to: str = ""
+    unpack: bool = True  # the wheel's files go into the stage (project_rules)
+    clean: bool = False  # empty the stage first (nothing installed into it before)
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """How a test step's result is judged beyond its exit status."""
+
+    TYPE: ClassVar[str] = "test"
+    allow_empty: bool = False  # running no test at all is a pass
+
+
 Payload = (RenderFiles | FetchSource | CompileJobs | CleanStage | KernelEntry | PublishInstall
-           | PublishKernels | WheelBuild | Download)
+           | PublishKernels | WheelBuild | Download | PrepareBuild | CollectInstall | TestRun)
 _TYPES: dict[str, type[Any]] = {c.TYPE: c for c in (
     RenderFiles, FetchSource, CompileJobs, CleanStage, KernelEntry, PublishInstall,
-    PublishKernels, WheelBuild, Download)}
+    PublishKernels, WheelBuild, Download, PrepareBuild, CollectInstall, TestRun)}
 
 
 def payload_to_json(p: Payload | None) -> dict[str, Any] | None:

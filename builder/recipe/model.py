@@ -19,9 +19,11 @@ __all__ = [
     "CMAKE_BUILD_TYPE",
     "LANGS",
     "BackendSpec",
+    "BuildSpec",
     "ConanRequirement",
     "FlagLayers",
     "FlagSet",
+    "InstallFile",
     "InstallSpec",
     "Kernel",
     "Memory",
@@ -215,15 +217,48 @@ class TestSpec:
     timeout: int = 1800
     needs_gpu: bool = False
     cwd: str = ""
+    #: the command may run no test at all (otherwise a run that found none fails); kept
+    #: out of the repr, which keys are made from (keys.model_digest adds it when set)
+    allow_empty: bool = field(default=False, repr=False)
 
     def device_for(self, backend: str) -> str:
         return dict(self.devices).get(backend, backend)
 
 
 @dataclass(frozen=True)
+class InstallFile:
+    """Files the recipe collects into the install prefix itself: ``src`` is a file, a
+    folder (copied with its tree) or a glob (matches copied flat), ``${source}``/``${build}``
+    substituted, relative to the source root otherwise; ``dest`` a folder below the prefix."""
+
+    src: str
+    dest: str
+
+
+@dataclass(frozen=True)
 class InstallSpec:
     root: str = ""
     layout: str = "${backend}/${kernel}/${arch}.${ext}"
+    # The two below are kept out of the repr (keys are made from it; keys.model_digest
+    # adds them when set), so that recipes without them keep their keys.
+    #: collected into the prefix after the project's own install (or instead of it)
+    files: tuple[InstallFile, ...] = field(default=(), repr=False)
+    #: run the project's own install rules (``cmake --install``, ``xmake install``)
+    project_rules: bool = field(default=True, repr=False)
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """How a ``python`` or ``xmake`` build is driven (unused by cmake and kernels)."""
+
+    #: python: ``pip`` (``pip wheel --no-build-isolation``) or ``build`` (``python -m build``)
+    frontend: str = "pip"
+    #: environment of the build command; values may use ``${...}`` (options, archs…)
+    env: tuple[tuple[str, str], ...] = ()
+    #: python: PEP 517 config settings (``-C key=value``), values may use ``${...}``
+    config_settings: tuple[tuple[str, str], ...] = ()
+    #: xmake: extra ``xmake f`` arguments (bool options substitute as y/n)
+    configure_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -269,9 +304,11 @@ class Recipe:
     tests: tuple[TestSpec, ...] = ()
     install: InstallSpec = InstallSpec()
     kernels: tuple[Kernel, ...] = ()
-    #: left out of the repr (which keys are made from) while it is the default, so that
-    #: recipes without a ``wheel:`` section keep their keys; resolve.model_digest adds it
+    #: out of the repr (which variant keys are made from): it changes the wheel, not the
+    #: compiled files; the wheel step's inputs hash holds it
     wheel: WheelSpec = field(default=WheelSpec(), repr=False)
+    #: python/xmake build settings; out of the repr like InstallSpec's new fields
+    build_spec: BuildSpec = field(default=BuildSpec(), repr=False)
     digest: str = ""  # sha256 of the recipe file's bytes
     positions: Positions | None = field(default=None, compare=False, hash=False, repr=False)
 

@@ -44,6 +44,7 @@ __all__ = ["KNOWN_TOOLS", "check_semantics", "is_full_rev", "is_ref_name", "layo
 
 #: tools a backend may ask for by version: the build tools and each backend's own
 KNOWN_TOOLS = ("cmake", "ninja", "conan", "cc", "cxx", "ccache", "sccache", "git", "patch",
+               "xmake",
                *(be.tool for be in backend_registry.backends() if be.tool))
 
 
@@ -108,6 +109,7 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
     _check_requires(data, options, d)
     _check_tests(data, opt_names, d)
     _check_install(data, opt_names, d)
+    _check_build_settings(data, d, opt_names)
     _check_switches(data, options, d)
     _check_kernels(data, system, d)
     _check_below((data.get("python") or {}).get("package"), ("python", "package"),
@@ -347,6 +349,36 @@ def _check_wheel(data: dict[str, Any], d: Diags) -> None:
         except InvalidRequirement as exc:
             d.add(("wheel", "requires", i), f"invalid requirement '{text}': {exc}",
                   "use a PEP 508 requirement such as \"numpy>=1.24\"")
+
+
+#: build settings → the build systems that use them
+_BUILD_SETTINGS = {"frontend": ("python",), "config_settings": ("python",),
+                   "env": ("python", "xmake"), "configure_args": ("xmake",)}
+
+
+def _check_build_settings(data: dict[str, Any], d: Diags, opt_names: set[str]) -> None:
+    """python/xmake build settings: used by their build system only, known substitutions;
+    ``install.files`` destinations stay below the prefix."""
+    build = data.get("build") or {}
+    system = build.get("system", "cmake")
+    for key, systems in _BUILD_SETTINGS.items():
+        if key in build and system not in systems:
+            d.add(("build", key), f"build.{key} is only used with build.system "
+                  f"{' or '.join(systems)} (this recipe uses {system})",
+                  "remove it, or set build.system", key=True)
+    for key in ("env", "config_settings"):
+        for k, v in (build.get(key) or {}).items():
+            if isinstance(v, str):
+                _check_substitutions(v, ("build", key, k), d, opt_names)
+    for j, arg in enumerate(build.get("configure_args") or ()):
+        _check_substitutions(arg, ("build", "configure_args", j), d, opt_names)
+    inst = data.get("install") or {}
+    for j, f in enumerate(inst.get("files") or ()):
+        _check_substitutions(f["from"], ("install", "files", j, "from"), d, opt_names)
+        _check_below(f["to"], ("install", "files", j, "to"), "the install prefix", d)
+    if inst.get("project_rules") is False and not inst.get("files"):
+        d.add(("install", "project_rules"), "project_rules is false but install.files is "
+              "empty: nothing would be installed", "list what to collect under install.files")
 
 
 def _check_below(rel: Any, path: PathKey, what: str, d: Diags) -> None:

@@ -298,10 +298,20 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         tests=tuple(m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
                                tuple(t.get("backends", ())),
                                tuple((t.get("devices") or {}).items()), t.get("timeout", 1800),
-                               bool(t.get("needs_gpu", False)), t.get("cwd", ""))
+                               bool(t.get("needs_gpu", False)), t.get("cwd", ""),
+                               bool(t.get("allow_empty", False)))
                     for t in data.get("test") or ()),
         install=m.InstallSpec(inst.get("root", ""),
-                              inst.get("layout", m.InstallSpec().layout)),
+                              inst.get("layout", m.InstallSpec().layout),
+                              tuple(m.InstallFile(f["from"], f["to"])
+                                    for f in inst.get("files") or ()),
+                              bool(inst.get("project_rules", True))),
+        build_spec=m.BuildSpec(
+            frontend=build.get("frontend", "pip"),
+            env=tuple((k, _define_value(v)) for k, v in (build.get("env") or {}).items()),
+            config_settings=tuple((k, _define_value(v)) for k, v in
+                                  (build.get("config_settings") or {}).items()),
+            configure_args=tuple(build.get("configure_args") or ())),
         kernels=tuple(m.Kernel(k, tuple(v["sources"].items()),
                                tuple((v.get("min_arch") or {}).items()),
                                tuple((b, tuple(f)) for b, f in (v.get("flags") or {}).items()))

@@ -358,6 +358,11 @@ def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Run
             continue
         if v.status != CACHED:
             continue
+        steps = plan.steps_of(v.id)
+        if any(s.kind == "prepare" for s in steps):  # build.system python or xmake
+            say(f"  not published {v.id}: python and xmake builds are not exported to "
+                f"Conan yet (build them on each machine)")
+            continue
         log = ws.logs / f"publish_{v.id.replace('/', '_')}.log"
 
         run = checked(runner, f"{v.id}/publish", ws.state, env, log, 1800)

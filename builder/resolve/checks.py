@@ -30,16 +30,18 @@ from builder.resolve.system import (
 
 __all__ = ["ArchChoice", "Problem", "arch_choice", "no_value", "platform_problems",
            "python_problem", "pythons_for", "requirement_problems", "tool_problem",
-           "tool_problems"]
+           "tool_problems", "torch_backend_problem"]
 
 #: (what is wrong, what to do about it)
 Problem = tuple[str, str]
 
 #: the tools every CMake recipe needs, whatever it declares
 CMAKE_TOOLS = (("cmake", ""), ("ninja", ""), ("conan", ""), ("cxx", ""))
+XMAKE_TOOLS = (("xmake", ""), ("cxx", ""))
 TOOL_FIXES = {"cmake": "pip install cmake", "ninja": "pip install ninja",
               "conan": "pip install conan", "cxx": "apt-get install g++",
-              "cc": "apt-get install gcc", "ccache": "apt-get install ccache"}
+              "cc": "apt-get install gcc", "ccache": "apt-get install ccache",
+              "xmake": "pip install xmake-wheel==3.0.0 (xmake's PyPI package)"}
 
 
 def no_value(recipe: Recipe, name: str) -> RecipeError:
@@ -99,6 +101,23 @@ def python_problem(recipe: Recipe, py: str, host: HostFacts) -> Problem | None:
     return None
 
 
+def torch_backend_problem(recipe: Recipe, be: Backend, py: str, host: HostFacts
+                          ) -> Problem | None:
+    """A python build of a GPU backend against a CPU-only torch (``2.13.0+cpu``): a
+    CUDAExtension would compile for minutes and then fail to link (no libc10_cuda)."""
+    info = host.python(py)
+    if recipe.build_system != "python" or be.tool is None or info is None or not any(
+            Requirement(t).name.lower() == "torch" for t in recipe.requires.python):
+        return None
+    have = info.package("torch") or ""
+    if have and Version(have).local == "cpu":
+        return (f"torch {have} for Python {py} ({info.path}) is a CPU-only build; the "
+                f"{be.name} extension needs torch built for {be.name}",
+                f"install a {be.name} build of torch into {info.path}, or build another "
+                f"backend")
+    return None
+
+
 def pythons_for(recipe: Recipe, request: Request, host: HostFacts) -> list[str]:
     """The Python versions a recipe is built or tested for under this request."""
     supported = list(recipe.python.versions)
@@ -140,7 +159,8 @@ def tool_problems(recipe: Recipe, spec: BackendSpec, be: Backend, host: HostFact
     version may come from an option: ``${options.cuda_version}`` pins that version)."""
     problems: list[Problem] = []
     skip_own = be.host_unavailable(host) is not None  # already said by platform_problems
-    implied = list(CMAKE_TOOLS) if recipe.build_system == "cmake" else []
+    implied = list(CMAKE_TOOLS) if recipe.build_system == "cmake" else \
+        list(XMAKE_TOOLS) if recipe.build_system == "xmake" else []
     for tool, written in [*implied, *spec.tools]:
         if be.tool == tool and skip_own:
             continue

@@ -32,6 +32,7 @@ from builder.resolve import render
 from builder.resolve.steps import (
     BUILD_TIMEOUT,
     VariantContext,
+    collect_step,
     fetch_steps,
     test_steps,
     tool,
@@ -106,11 +107,16 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
              cwd=str(bdir), deps=(f"{sid}/conan-install",), timeout=1800, **common),
         _build_step(ctx, cmake, vals, cache_env, str(bdir), common),
         Step(id=f"{sid}/stage", kind="stage",
-             commands=((cmake, "--install", vals["build"], "--prefix", str(stage)),),
+             commands=((cmake, "--install", vals["build"], "--prefix", str(stage)),)
+             if r.install.project_rules else (),
              cwd=str(bdir), deps=(f"{sid}/build",), outputs=(str(stage),),
              payload=CleanStage(str(stage)), timeout=600, **common),
     ]
-    tests, last = test_steps(ctx, f"{sid}/stage", str(stage))
+    installed = f"{sid}/stage"
+    if r.install.files:  # what the project's own install rules miss
+        steps.append(collect_step(ctx, vals, stage, installed, common))
+        installed = steps[-1].id
+    tests, last = test_steps(ctx, installed, str(stage))
     steps.extend(tests)
     steps.append(Step(id=f"{sid}/export", kind="export",
                       commands=((conan, "export-pkg", str(bdir / "conan"), *profile_args,

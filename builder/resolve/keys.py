@@ -14,7 +14,7 @@ from pathlib import Path
 from builder.backends import Backend
 from builder.backends.platforms import Platform
 from builder.host.facts import HostFacts, PythonInfo
-from builder.recipe.model import OptionValue, Recipe, digest, option_text
+from builder.recipe.model import BuildSpec, OptionValue, Recipe, digest, option_text
 from builder.resolve import render
 from builder.resolve.system import packages_for
 from builder.resolve.system import table as system_table
@@ -42,9 +42,26 @@ def model_digest(recipe: Recipe) -> str:
     # named backends' kind and target are kept out of the repr (so that recipes without
     # them keep their keys) and added here
     named = [(b.name, b.kind, b.target) for b in recipe.backends if b.kind or b.target]
-    extra = (repr(named) if named else "") + \
-        (f"cxx_standard={recipe.cxx_standard}" if recipe.cxx_standard else "")
-    return hashlib.sha256((repr(core) + extra).encode()).hexdigest()
+    return hashlib.sha256((repr(core) + (repr(named) if named else "") +
+                           _later_fields(recipe)).encode()).hexdigest()
+
+
+def _later_fields(recipe: Recipe) -> str:
+    """Fields added after keys existed, kept out of the repr: only set ones count, so that
+    a recipe that does not use them keeps its key."""
+    extra: list[object] = []
+    if recipe.build_spec != BuildSpec():
+        extra.append(("build", recipe.build_spec.frontend, recipe.build_spec.env,
+                      recipe.build_spec.config_settings, recipe.build_spec.configure_args))
+    if recipe.install.files or not recipe.install.project_rules:
+        extra.append(("install", recipe.install.files, recipe.install.project_rules))
+    empty = [t.name for t in recipe.tests if t.allow_empty]
+    if empty:
+        extra.append(("allow_empty", empty))
+    if recipe.python.limited_api:  # it becomes BUILDER_PY_LIMITED_API, a compile define
+        extra.append(("limited_api", recipe.python.limited_api))
+    text = repr(extra) if extra else ""
+    return text + (f"cxx_standard={recipe.cxx_standard}" if recipe.cxx_standard else "")
 
 
 def source_digest(recipe: Recipe, state: State) -> list[str]:

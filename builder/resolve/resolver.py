@@ -14,7 +14,7 @@ skip, download); its steps (:mod:`.steps`, :mod:`.kernelsteps`, :mod:`.download`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from builder import backends as registry
@@ -32,13 +32,25 @@ from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
 from builder.resolve.keyinputs import env_inputs, env_names
 from builder.resolve.options import resolve_options
+from builder.resolve.pysteps import python_steps
 from builder.resolve.request import Request, memory_budget
 from builder.resolve.steps import VariantContext
 from builder.resolve.steps import tool as host_tool
+from builder.resolve.xmakesteps import xmake_steps
 from builder.workspace.paths import Workspace
 from builder.workspace.state import State
 
-__all__ = ["env_snapshot", "resolve"]
+__all__ = ["INSTALLS", "REMOTE_SYSTEMS", "env_snapshot", "resolve"]
+
+#: build systems whose variant is one install tree (cached as a whole by its key)
+INSTALLS = ("cmake", "python", "xmake")
+#: build systems whose variants a Conan remote can hold (python and xmake installs are
+#: not exported to Conan yet: they are built here)
+REMOTE_SYSTEMS = ("cmake", "kernels")
+#: the steps of each build system's variant
+_STEPS: dict[str, Callable[[VariantContext], list[Step]]] = {
+    "cmake": cmake_steps, "kernels": kernel_steps, "python": python_steps,
+    "xmake": xmake_steps}
 
 
 def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host: HostFacts,
@@ -140,10 +152,13 @@ class _Resolution:
             problems.append((f"Python {', '.join(request.pythons)} is not among the versions "
                              f"{recipe.name} supports ({', '.join(recipe.python.versions)})",
                              "ask for a supported version with --python"))
+        builds_with_python = recipe.build_system == "python"  # the interpreter runs the build
         py_for_build = python or ((wanted or [host.default_python])[0]
-                                  if recipe.python.versions or recipe.requires.python else "")
-        if py_for_build and (recipe.requires.python or python):
-            p = checks.python_problem(recipe, py_for_build, host)
+                                  if recipe.python.versions or recipe.requires.python or
+                                  builds_with_python else "")
+        if py_for_build and (recipe.requires.python or python or builds_with_python):
+            p = checks.python_problem(recipe, py_for_build, host) or \
+                checks.torch_backend_problem(recipe, be, py_for_build, host)
             if p:
                 problems.append(p)
         return _Feasibility(platform, problems, archs, compiler_cache, py_for_build)
@@ -201,7 +216,7 @@ class _Resolution:
         status, reason, fix = BUILD, "", ""
         if found.problems:
             status, reason, fix = SKIP, found.problems[0][0], found.problems[0][1]
-        elif recipe.build_system == "cmake" and key in self.state.installed:
+        elif recipe.build_system in INSTALLS and key in self.state.installed:
             status, reason = CACHED, f"up to date: {prefix}"
         return Variant(
             id=f"{recipe.name}/{vdir}", recipe=recipe.name, version=recipe.version,
@@ -226,7 +241,8 @@ class _Resolution:
             conan_remote=request.conan_remote, compiler_cache=found.compiler_cache,
             cache_remote=request.cache_remote,
             test_pythons=tuple(checks.pythons_for(k.recipe, request, self.host))
-            if not k.python else (k.python,), platform=found.platform)
+            if not k.python else (k.python,), platform=found.platform,
+            source_digests=dict(state.source_digests))
 
     def _steps(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
                deps: list[Variant]) -> tuple[Variant, list[Step]]:
@@ -235,14 +251,14 @@ class _Resolution:
         recipe, request = k.recipe, self.request
         ctx = self._context(variant, k, found, deps)
         try:
-            new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" \
-                else cmake_steps(ctx)
+            new_steps = _STEPS.get(recipe.build_system, cmake_steps)(ctx)
         except SubstitutionError as exc:
             raise checks.no_value(recipe, exc.name) from None
         if recipe.build_system == "kernels" and variant.status == BUILD and all(
                 s.status != BUILD for s in new_steps):
             return replace(variant, status=CACHED), new_steps
-        if variant.status == BUILD and request.remote and variant.key in self.state.remote_keys:
+        if variant.status == BUILD and request.remote and variant.key in \
+                self.state.remote_keys and recipe.build_system in REMOTE_SYSTEMS:
             variant = replace(variant, status=DOWNLOAD,
                               reason=f"published on remote {request.remote}; downloaded, "
                                      f"not built (its tests ran where it was built)")

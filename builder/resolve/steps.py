@@ -13,16 +13,19 @@ This module holds the steps every kind shares (fetch, tests, wheels); the CMake 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import TypedDict
 
 from builder import backends as registry
 from builder.backends.platforms import Platform
 from builder.host.facts import HostFacts, PythonInfo
 from builder.plan.model import BUILD, CACHED, SKIP, Step, Variant
 from builder.plan.payloads import (
+    CollectInstall,
     FetchSource,
+    TestRun,
     WheelBuild,
 )
 from builder.recipe.model import OptionValue, Recipe, digest, option_text
@@ -31,19 +34,16 @@ from builder.source.fetch import source_key
 from builder.wheels.metadata import WheelPlan, plan_wheel
 from builder.workspace.paths import Workspace
 
-__all__ = [
-    "BUILD_TIMEOUT",
-    "VariantContext",
-    "fetch_steps",
-    "plan_wheel_of",
-    "test_steps",
-    "tool",
-    "variant_status",
-    "wheel_steps",
-    "with_hash",
-]
+__all__ = ["BUILD_TIMEOUT", "StepCommon", "VariantContext", "collect_step", "common_of",
+           "fetch_steps", "plan_wheel_of", "test_steps", "tool", "variant_status", "wheel_steps",
+           "with_hash"]
 
 BUILD_TIMEOUT = 4 * 3600
+
+
+#: ``${build}`` below the variant's build folder: CMake's binary dir, xmake's ``-o``; a
+#: python build's own folders (setuptools', ``build-dir`` settings) are below the folder itself
+_BUILD_SUBDIR = {"python": ".", "xmake": "build"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,8 @@ class VariantContext:
     compiler_cache: str = "none"
     cache_remote: str = ""
     platform: Platform | None = None  # the backend's target platform (None: the host's)
+    #: path source → its content digest (a patched path source is copied under that key)
+    source_digests: dict[str, str] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -88,13 +90,17 @@ class VariantContext:
         return self.variant.id.split("/", 1)[1]
 
     def fetched_dir(self) -> Path | None:
-        """Where a git/url source is fetched to (None for a local folder)."""
+        """Where a git/url source is fetched to, and a patched local folder copied to
+        (its patches are applied to the copy, never to the folder itself); None for an
+        unpatched local folder, which is built where it is."""
         src = self.recipe.sources[0]
-        if src.kind == "path":
+        if src.kind == "path" and not src.patches:
             return None
         digests = tuple(self.file_digests.get(p, "") for p in src.patches)
+        content = self.source_digests.get(src.location, "") if src.kind == "path" \
+            else src.sha256
         return self.ws.sources / source_key(src.kind, src.location, src.rev,
-                                                      src.sha256, digests)
+                                          content, digests)
 
     def source_root(self) -> str:
         src = self.recipe.sources[0]
@@ -108,7 +114,8 @@ class VariantContext:
         out = {"package.name": v.recipe, "package.version": v.version, "backend": v.backend,
                "build_type": v.build_type, "archs": ";".join(v.archs),
                "archs.cmake": be.archs_cmake(v.archs), "source": self.source_root(),
-               "build": str(self.ws.build_dir(v.recipe, self.vdir) / "cmake"),
+               "build": str(self.ws.build_dir(v.recipe, self.vdir) /
+                            _BUILD_SUBDIR.get(self.recipe.build_system, "cmake")),
                "prefix": str(self.ws.stage_dir(v.recipe, self.vdir))}
         if self.python:
             out["python"] = self.python.path
@@ -124,6 +131,19 @@ class VariantContext:
 
 def variant_status(v: Variant) -> tuple[str, str, str]:
     return v.status, v.reason, v.fix
+
+
+class StepCommon(TypedDict):
+    """What every step of a variant shares."""
+
+    variant: str
+    status: str
+    reason: str
+    fix: str
+
+
+def common_of(v: Variant) -> StepCommon:
+    return StepCommon(variant=v.id, status=v.status, reason=v.reason, fix=v.fix)
 
 
 def tool(host: HostFacts, name: str, fallback: str) -> str:
@@ -174,10 +194,27 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str
                             cwd=substitute(t.cwd, vals) if t.cwd else vals["build"]
                             if ctx.recipe.build_system == "cmake" else vals["source"],
                             deps=(prev,), status=st, reason=rs, fix=fx,
-                            timeout=t.timeout, inputs_hash=digest(v.key, sid.rpartition("/")[2])))
+                            timeout=t.timeout, inputs_hash=digest(v.key, sid.rpartition("/")[2]),
+                            payload=TestRun(allow_empty=True) if t.allow_empty else None))
             if not optional:  # a GPU-only test skipped here does not hold the build back
                 prev = sid
     return out, prev
+
+
+def collect_step(ctx: VariantContext, vals: dict[str, str], stage: Path, after: str,
+                 common: StepCommon, clean: bool = False, wheel_from: str = "",
+                 wheel_to: str = "") -> Step:
+    """What builder puts into the stage itself: the wheel a python build made (unpacked,
+    unless the recipe turns the project's rules off) and the recipe's ``install.files``
+    — from the build and source trees, for projects whose install rules are missing or
+    wrong."""
+    r = ctx.recipe
+    files = tuple((substitute(f.src, vals), substitute(f.dest, vals)) for f in r.install.files)
+    return Step(id=f"{ctx.variant.id}/collect", kind="collect", deps=(after,),
+                outputs=(str(stage), *([wheel_to] if wheel_to else [])), **common,
+                payload=CollectInstall(stage=str(stage), source=vals["source"], files=files,
+                                       wheel_from=wheel_from, wheel_to=wheel_to,
+                                       unpack=r.install.project_rules, clean=clean))
 
 
 def fetch_steps(ctx: VariantContext) -> list[Step]:
@@ -205,11 +242,13 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
     status, reason, fix = variant_status(v)
     if status == BUILD and dest.name in ctx.fetched:
         status = CACHED
+    # a path source (patched, or it would not be here) is copied: the digest names the copy
+    sha = ctx.source_digests.get(src.location, "") if src.kind == "path" else src.sha256
     return [Step(id=f"{v.id}/fetch", kind="fetch", variant=v.id, commands=tuple(commands),
                  cwd=str(ctx.ws.state), outputs=(str(dest),), status=status, reason=reason,
                  fix=fix, inputs_hash=dest.name, timeout=1800,
                  payload=FetchSource(kind=src.kind, location=src.location, rev=src.rev,
-                                     sha256=src.sha256, dest=str(dest), partial=partial))]
+                                     sha256=sha, dest=str(dest), partial=partial))]
 
 
 def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list[Step]:

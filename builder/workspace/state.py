@@ -142,7 +142,8 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
     notes: list[str] = []
     for r in recipes:
-        if r.build_system == "cmake" and r.sources and r.sources[0].kind == "path":
+        if r.build_system in ("cmake", "python", "xmake") and r.sources and \
+                r.sources[0].kind == "path":
             root = Path(r.sources[0].location) / r.sources[0].subdir
             if str(root) not in units:
                 units[str(root)], note = project_units(r.name, root)

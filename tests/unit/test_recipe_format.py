@@ -108,6 +108,14 @@ MAPPING: dict[str, str] = {
     "python.versions": "Recipe.python.versions",
     "python.abi": "Recipe.python.abi",
     "python.limited_api": "Recipe.python.limited_api",
+    "build.frontend": "Recipe.build_spec.frontend",
+    "build.env.*": "Recipe.build_spec.env",
+    "build.config_settings.*": "Recipe.build_spec.config_settings",
+    "build.configure_args": "Recipe.build_spec.configure_args",
+    "install.files[].from": "Recipe.install.files[].src",
+    "install.files[].to": "Recipe.install.files[].dest",
+    "install.project_rules": "Recipe.install.project_rules",
+    "test[].allow_empty": "Recipe.tests[].allow_empty",
     "wheel.manylinux": "Recipe.wheel.manylinux",
     "wheel.exclude": "Recipe.wheel.exclude",
     "wheel.requires": "Recipe.wheel.requires",
@@ -416,7 +424,7 @@ MAXIMAL: dict[str, Any] = {
     "test": [{"name": "sentinel-test", "run": ["sentinel-run", "${python}"],
               "env": {"SENTINEL_TEST_ENV": "sentinel_env_value"}, "cwd": "sentinel_cwd",
               "backends": ["sentinelarm"], "devices": {"cuda": "sentinel_device"},
-              "timeout": 4321, "needs_gpu": True}],
+              "timeout": 4321, "needs_gpu": True, "allow_empty": True}],
     "install": {"root": "~/sentinel_root", "layout": "${backend}/sentinel/${kernel}.${ext}"},
 }
 
@@ -434,6 +442,25 @@ GIT: dict[str, Any] = {
     "package": {"name": "sentinel-git", "version": "1.0"},
     "source": {"git": "https://sentinel.invalid/repo.git", "rev": "sentinel-branch",
                "allow_branch": True},
+    "backends": {"cpu": {}},
+}
+
+PYTHON: dict[str, Any] = {
+    "package": {"name": "sentinel-py", "version": "1.0"},
+    "source": {"path": "../sentinel_src"},
+    "build": {"system": "python", "frontend": "build",
+              "env": {"SENTINEL_BUILD_ENV": "sentinel_build_env_value"},
+              "config_settings": {"sentinel.setting": "sentinel_setting_value"}},
+    "backends": {"cpu": {}},
+    "python": {"versions": ["3.42"]},
+    "install": {"files": [{"from": "sentinel_from/*.h", "to": "sentinel_to"}],
+                "project_rules": False},
+}
+
+XMAKE: dict[str, Any] = {
+    "package": {"name": "sentinel-xmake", "version": "1.0"},
+    "source": {"path": "../sentinel_src"},
+    "build": {"system": "xmake", "configure_args": ["--sentinel-arg=y"]},
     "backends": {"cpu": {}},
 }
 
@@ -500,7 +527,8 @@ def test_the_loader_carries_every_property_into_the_model(tmp_path: Path) -> Non
     recipes = _project(tmp_path)
     paths = schema_paths()
     convert = _conversions(recipes)
-    docs = {"maximal": MAXIMAL, "kernels": KERNELS, "git": GIT, "url": URL}
+    docs = {"maximal": MAXIMAL, "kernels": KERNELS, "git": GIT, "url": URL, "python": PYTHON,
+            "xmake": XMAKE}
     covered: set[str] = set()
     for name, doc in docs.items():
         recipe = _load(recipes, name, doc)

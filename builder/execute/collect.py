@@ -1,0 +1,124 @@
+"""What builder does itself for builds driven by other tools: make the compiler wrappers
+(:class:`PrepareBuild`) and fill a stage (:class:`CollectInstall`) from a wheel and the
+recipe's ``install.files``.
+
+A wrapper is a small Python script named like the compiler it stands for (``cc``,
+``c++``, ``nvcc``); it runs ``builder.memory.launcher`` with the real compiler, which asks
+the build's broker for memory first.  Build tools that take their compiler from ``CC``,
+``CXX`` or ``PYTORCH_NVCC`` (setuptools, ``torch.utils.cpp_extension``, xmake) therefore
+compile under the same admission, history and OOM retry as CMake recipes.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import stat
+import zipfile
+from pathlib import Path
+
+from builder.plan.payloads import CollectInstall, PrepareBuild
+from builder.util.files import atomic_write, replace_dir
+
+__all__ = ["CollectError", "collect", "prepare", "wrapper_script"]
+
+
+class CollectError(Exception):
+    """What the stage could not be filled with, said plainly."""
+
+
+def wrapper_script(python: str, command: list[str]) -> str:
+    """The text of a wrapper that runs ``command`` + its own arguments through the memory
+    launcher (a launcher inside a launched compile runs the compiler directly)."""
+    return (f"#!{python}\n"
+            "# Made by builder: compile through the memory launcher (builder.memory.launcher)\n"
+            "import sys\n\n"
+            "from builder.memory.launcher import main\n\n"
+            f"sys.exit(main({command!r} + sys.argv[1:]))\n")
+
+
+def prepare(p: PrepareBuild) -> None:
+    for folder in p.clean:
+        shutil.rmtree(folder, ignore_errors=True)
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    for path, text in p.files:
+        atomic_write(Path(path), text)
+    for path, real in p.wrappers:
+        atomic_write(Path(path), wrapper_script(p.python, [*p.chain, real]))
+        mode = os.stat(path).st_mode
+        os.chmod(path, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _inside(root: Path, rel: str) -> Path:
+    target = (root / rel).resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise CollectError(f"'{rel}' is not a folder below the install prefix")
+    return target
+
+
+def _copy(src: Path, dest_dir: Path) -> None:
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    if src.is_dir() and not src.is_symlink():
+        shutil.copytree(src, dest_dir / src.name, symlinks=True, dirs_exist_ok=True)
+    else:  # a library's version links stay links
+        shutil.copy2(src, dest_dir / src.name, follow_symlinks=False)
+
+
+def _keep_wheel(wheel: Path, keep: Path) -> None:
+    """The wheel, atomically, as the one file of ``keep``."""
+    tmp = keep.with_name(f".{keep.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copy2(wheel, tmp / wheel.name)
+    replace_dir(tmp, keep)
+
+
+def _unpack(wheel: Path, stage: Path) -> None:
+    with zipfile.ZipFile(wheel) as z:
+        for info in z.infolist():
+            name = info.filename
+            if name.startswith("/") or ".." in Path(name).parts:
+                raise CollectError(f"{wheel.name}: refusing member {name!r} (leaves the stage)")
+            z.extract(info, stage)
+            mode = info.external_attr >> 16
+            if mode & 0o111:  # zipfile drops the executable bits
+                os.chmod(stage / name, (mode & 0o777) | 0o200)
+
+
+def collect(p: CollectInstall) -> list[str]:
+    """Fill the stage; returns what was collected (for the log)."""
+    stage = Path(p.stage)
+    if p.clean:
+        shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True, exist_ok=True)
+    done: list[str] = []
+    if p.wheel_from:
+        wheels = sorted(Path(p.wheel_from).glob("*.whl"))
+        if len(wheels) != 1:
+            raise CollectError(f"the build left {len(wheels)} wheel(s) in {p.wheel_from}, "
+                               f"expected one ({', '.join(w.name for w in wheels) or 'none'})")
+        _keep_wheel(wheels[0], Path(p.wheel_to))
+        done.append(f"wheel {wheels[0].name} → {p.wheel_to}")
+        if p.unpack:
+            _unpack(wheels[0], stage)
+            done.append(f"unpacked {wheels[0].name} into {stage}")
+    for src, to in p.files:
+        base = src if os.path.isabs(src) else str(Path(p.source) / src)
+        dest = _inside(stage, to)
+        if glob.has_magic(base):
+            matches = sorted(glob.glob(base, recursive=True))
+            if not matches:
+                raise CollectError(f"install.files: '{src}' matches nothing")
+            for m in matches:
+                _copy(Path(m), dest)
+            done.append(f"{len(matches)} file(s) from {src} → {to or '.'}")
+        elif Path(base).is_dir():
+            shutil.copytree(base, dest, symlinks=True, dirs_exist_ok=True)
+            done.append(f"folder {src} → {to or '.'}")
+        elif Path(base).exists():
+            _copy(Path(base), dest)
+            done.append(f"{src} → {to or '.'}")
+        else:
+            raise CollectError(f"install.files: '{src}' does not exist (after the build)")
+    return done

@@ -1,0 +1,85 @@
+"""A build step under the memory broker: the broker serves the compile launchers while
+the build runs; its job report (and any compile killed out of memory) is kept."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from builder.execute.host import StepHost, safe_name
+from builder.plan.model import Step
+from builder.plan.payloads import CompileJobs
+from builder.util.files import atomic_write
+
+__all__ = ["build", "compiler_cache_stats"]
+
+
+def build(ex: StepHost, step: Step) -> None:
+    """A CMake build with its memory broker running for the compile launchers."""
+    from builder.memory.broker import Broker, BrokerConfig
+    from builder.memory.jobs import oom_kills
+
+    if not isinstance(step.payload, CompileJobs):
+        ex.commands(step)
+        return
+    cfg, prediction = step.payload.memory, step.payload.prediction
+    # A short path (Unix socket names are limited to ~100 bytes), unique per process.
+    name = f"builder-{os.getpid()}-{safe_name(step.variant)[-40:]}.sock"
+    sock = Path(tempfile.gettempdir()) / name
+    broker = Broker(sock, BrokerConfig(
+        budget=cfg.budget, slots=cfg.slots, source_root=cfg.source_root,
+        build_dir=cfg.build_dir, history_path=cfg.history_path,
+        recipe_default=cfg.recipe_default, recipe_globs=cfg.recipe_globs,
+        lowmem_flags=cfg.lowmem_flags, scope=cfg.scope))
+    broker.start()
+    ex.broker = broker
+    cache_before = compiler_cache_stats(dict(step.env))
+    try:
+        ex.commands(replace(step, env=(*step.env, ("BUILDER_BROKER", str(sock)))))
+    finally:
+        ex.broker = None
+        broker.stop()
+        report = ex.ws.reports / f"{safe_name(step.id)}.jobs.json"
+        cache = _stats_delta(cache_before, compiler_cache_stats(dict(step.env)))
+        if cache:
+            ex.cache_stats.append(cache)
+        jobs = broker.report()
+        ex.oom += [f"{step.id}: {line}" for line in oom_kills(jobs)]
+        atomic_write(report, json.dumps({"step": step.id, "budget": cfg.budget,
+                                          "wall0": broker.wall0, "compiler_cache": cache,
+                                          "slots": cfg.slots,
+                                          "prediction": dataclasses.asdict(prediction),
+                                          "jobs": jobs}, indent=1))
+
+
+def compiler_cache_stats(env: dict[str, str]) -> dict[str, int] | None:
+    """ccache's counters for the cache a build step uses (None without ccache)."""
+    if "CCACHE_DIR" not in env:
+        return None
+    from builder.host.probe import find_executable
+    from builder.util.runner import capture
+
+    rc, out = capture([find_executable("ccache") or "ccache", "--print-stats"],
+                      env={**os.environ, **env})
+    if rc != 0:
+        return None
+    stats: dict[str, int] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition("\t")
+        if value.strip().isdigit():
+            stats[key] = int(value)
+    return stats
+
+
+def _stats_delta(before: dict[str, int] | None, after: dict[str, int] | None
+                 ) -> dict[str, int]:
+    if before is None or after is None:
+        return {}
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    hits = d.get("direct_cache_hit", 0) + d.get("preprocessed_cache_hit", 0)
+    return {"hits": hits, "misses": d.get("cache_miss", 0),
+            "remote_hits": d.get("remote_storage_hit", 0)}

@@ -1,0 +1,82 @@
+"""A git or url source fetched into a partial folder, checked against the source policy,
+marked and renamed into the workspace's sources."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from builder.errors import FetchError, StepFailed
+from builder.execute.host import StepHost
+from builder.plan.model import Step
+from builder.plan.payloads import FetchSource
+from builder.util.files import replace_dir
+
+__all__ = ["fetch"]
+
+
+def fetch(ex: StepHost, step: Step) -> None:
+    from builder.source import fetch, policy
+
+    src = step.payload
+    assert isinstance(src, FetchSource)
+    dest, partial = Path(src.dest), Path(src.partial)
+    if fetch.is_fetched(dest):
+        return
+    shutil.rmtree(partial, ignore_errors=True)
+    limits = policy.Limits.from_env(os.environ)  # one time and size cap per fetch
+    try:
+        if src.kind == "path":  # a patched local folder: patched in builder's copy
+            from builder.source.digest import SKIP_DIRS
+
+            shutil.copytree(src.location, partial, symlinks=True,
+                            ignore=shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info"))
+        if src.kind == "url":
+            archive = dest.with_name(dest.name + ".download")
+            try:
+                fetch.download(src.location, archive, src.sha256, limits)
+                fetch.extract(archive, partial, limits, src.location)
+            finally:
+                archive.unlink(missing_ok=True)
+            fetch.strip_single_top(partial)
+        try:
+            ex.commands(replace(step, timeout=int(min(step.timeout or limits.timeout,
+                                                         limits.timeout)),
+                                   env=(*step.env, *policy.git_env().items())))
+        except StepFailed as failed:
+            if "patch" in Path(failed.argv[0]).name:
+                failed.explanation = "a patch does not apply cleanly to this source"
+            raise
+        marker: dict[str, object] = {"kind": src.kind, "location": src.location,
+                                     "rev": src.rev, "sha256": src.sha256}
+        if src.kind == "git":
+            from builder.recipe.semantic import is_full_rev
+            from builder.util.runner import capture
+
+            rc, out = capture(["git", "-C", str(partial), "rev-parse", "HEAD"])
+            head, rev = out.strip(), src.rev
+            branch = not is_full_rev(rev)  # opted in with allow_branch
+            if rc != 0 or not is_full_rev(head) or (head != rev and not branch):
+                raise FetchError(f"{src.location}: checked out "
+                                       f"{head!r}, expected {rev}")
+            marker["commit"] = head  # what the branch or tag resolved to, now
+            if branch:
+                with open(ex.log_path(step), "a", encoding="utf-8") as log:
+                    log.write(f"# {rev} resolved to commit {head}\n")
+        if policy.tree_size(partial) > limits.max_size:
+            raise FetchError(f"{src.location}: larger than the fetch size "
+                                   f"cap ({limits.max_size} bytes); raise "
+                                   f"BUILDER_FETCH_MAX_SIZE if it is expected")
+        policy.check_tree(partial, src.location)  # links out, special files
+        fetch.write_marker(partial, marker)
+        replace_dir(partial, dest)
+    except (FetchError, policy.SourcePolicyError) as exc:
+        failed_log = ex.log_path(step)
+        failed_log.parent.mkdir(parents=True, exist_ok=True)
+        with open(failed_log, "a", encoding="utf-8") as f:  # the log the error names
+            f.write(f"# fetch failed: {exc}\n")
+        raise StepFailed(step.id, [], 1, str(failed_log), [str(exc)], str(exc)) from None
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)

@@ -1,0 +1,71 @@
+"""Publication: an install tree (stage renamed into the prefix, with its manifest) and a
+kernel tree (laid out from the kernel cache, marked as builder's, registered)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from builder.errors import StepFailed
+from builder.execute.host import StepHost
+from builder.plan.model import Step
+from builder.plan.payloads import PublishInstall, PublishKernels
+from builder.util.files import atomic_write, file_list, file_sha256, replace_dir
+
+__all__ = ["publish_install", "publish_kernels"]
+
+
+def publish_install(ex: StepHost, step: Step) -> None:
+    pub = step.payload
+    assert isinstance(pub, PublishInstall)
+    stage, prefix = Path(pub.stage), Path(pub.prefix)
+    manifest = {**pub.meta, "key": step.inputs_hash, "files": file_list(stage),
+                "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    atomic_write(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+    replace_dir(stage, prefix)
+
+
+def publish_kernels(ex: StepHost, step: Step) -> None:
+    pub = step.payload
+    assert isinstance(pub, PublishKernels)
+    tree, root, artifacts = Path(pub.tree), Path(pub.root), pub.artifacts
+    from builder.workspace import ownership
+
+    ownership.check_tree(tree, ownership.registered_trees(ex.ws.state))
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{tree.name}.tmp{os.getpid()}-", dir=root))
+    ownership.mark_tree(tmp)
+    records = []
+    for a in artifacts:
+        rel = Path(a["path"])
+        inside = rel.relative_to(rel.parts[0])  # the layout starts with ${backend}/
+        if inside.is_absolute() or ".." in inside.parts or not inside.parts:
+            raise StepFailed(step.id, [], 1, str(ex.log_path(step)), [],
+                             f"refusing to publish {a['path']!r}: it is not a path "
+                             f"below the install root")
+        dest = tmp / inside
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(a["cache"], dest)
+        record = {**{k: v for k, v in a.items() if k != "cache"},
+                  "path": inside.as_posix(), "size": dest.stat().st_size,
+                  "sha256": file_sha256(dest)}
+        if dest.suffix == ".ptx":  # the ISA the file really declares, not the table's
+            m = re.search(rb"^\.version\s+(\d+\.\d+)", dest.read_bytes(), re.M)
+            if m:
+                record["ptx_isa"] = m.group(1).decode()
+        records.append(record)
+    manifest = {"key": step.inputs_hash, "variant": step.variant, "artifacts": records,
+                "files": [{"path": r["path"], "size": r["size"], "sha256": r["sha256"]}
+                          for r in records],
+                "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    atomic_write(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+    replace_dir(tmp, tree)
+    registry_path = ex.ws.kernel_installs
+    registry = ownership.registered_trees(ex.ws.state)
+    registry[str(tree)] = step.inputs_hash
+    atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))

@@ -1,0 +1,111 @@
+"""The steps of a ``build.system: xmake`` variant (pure, like the resolver), as LLAISYS
+upstream builds: ``xmake f`` (configure) → ``xmake build`` → ``xmake install -o`` — with
+the recipe's build type, flags, backend compiler, ``defines`` (the recipe's and the
+backend's, as ``--NAME=value`` xmake options) and ``build.configure_args`` (options
+substituted, bools as ``y``/``n``), every compiler a wrapper that runs
+``python -m builder.memory.launcher`` so that the broker admits each compile by memory
+while xmake runs ``-j`` at twice the CPUs.
+
+xmake keeps its configuration in the project (``.xmake/``) and builds into ``build/``;
+``XMAKE_CONFIGDIR`` and ``-o`` move both into the variant's build folder, so variants
+never share them and the source tree stays clean.  As root, xmake needs ``XMAKE_ROOT=y``.
+"""
+
+from __future__ import annotations
+
+from builder import backends as registry
+from builder.plan.model import Step
+from builder.plan.payloads import CleanStage, PrepareBuild, PublishInstall
+from builder.recipe.subst import substitute
+from builder.resolve.cmakesteps import install_meta
+from builder.resolve.pysteps import launcher_chain, scheduled_build, wrapper_env
+from builder.resolve.steps import (
+    VariantContext,
+    collect_step,
+    common_of,
+    fetch_steps,
+    test_steps,
+    tool,
+    with_hash,
+)
+
+__all__ = ["XMAKE_MODES", "xmake_steps"]
+
+#: builder's build types → xmake's modes
+XMAKE_MODES = {"release": "release", "debug": "debug", "relwithdebinfo": "releasedbg"}
+
+
+def _xmake_value(value: str) -> str:
+    """A define's value as xmake reads options: booleans (ON/OFF from YAML) as y/n."""
+    return {"ON": "y", "OFF": "n"}.get(value, value)
+
+
+def xmake_steps(ctx: VariantContext) -> list[Step]:
+    r, v, ws = ctx.recipe, ctx.variant, ctx.ws
+    be = registry.get(ctx.kind)
+    spec = r.backend(v.backend)
+    assert spec is not None
+    common = common_of(v)
+    bdir, stage = ws.build_dir(r.name, ctx.vdir), ws.stage_dir(r.name, ctx.vdir)
+    vals = ctx.values()
+    src = vals["source"]
+    flags = r.flags.for_build_type(v.build_type) + spec.flags.for_build_type(v.build_type)
+    env, wrappers = wrapper_env(ctx, be, bdir / "bin", flags, vals)
+    # xmake tells compilers apart by their names: wrappers named like gcc/g++ get gcc's flags
+    cc_wrap, cxx_wrap = str(bdir / "bin" / "gcc"), str(bdir / "bin" / "g++")
+    wrappers = (*wrappers, (cc_wrap, dict(wrappers)[env["CC"]]),
+                (cxx_wrap, dict(wrappers)[env["CXX"]]))
+    xenv = {"XMAKE_ROOT": "y", "XMAKE_CONFIGDIR": str(bdir / "xmake-config"),
+            "XMAKE_GLOBALDIR": str(ws.state / "xmake-global"),
+            **{k: x for k, x in env.items() if k in ("MAX_JOBS", "CUDA_HOME")},
+            **{k: substitute(x, vals) for k, x in r.build_spec.env}}
+    yn = {**vals, **{f"options.{k}": ("y" if x else "n") for k, x in ctx.options.items()
+                     if isinstance(x, bool)}}
+    xmake = tool(ctx.host, "xmake", "xmake")
+    own = env.get("PYTORCH_NVCC", "")  # the backend tool's wrapper (nvcc)
+    # --ccache=n: xmake's own compile cache preprocesses first and compiles the result in
+    # the build folder, which would hide the source file from the memory history
+    configure = (xmake, "f", "-P", src, "-y", "-m", XMAKE_MODES[v.build_type], "--ccache=n",
+                 "-o", str(bdir / "build"), f"--cc={cc_wrap}", f"--cxx={cxx_wrap}",
+                 f"--ld={cxx_wrap}", f"--sh={cxx_wrap}",
+                 *([f"--cu={own}"] if own else []),
+                 *(f"--{opt}={' '.join(substitute(x, vals) for x in flags.get(lang))}"
+                   for opt, lang in (("cflags", "c"), ("cxxflags", "cxx"), ("cuflags", "cuda"),
+                                     ("ldflags", "ld"), ("shflags", "ld"))
+                   if flags.get(lang)),
+                 # the recipe's and the backend's defines are xmake options here
+                 *(f"--{k}={_xmake_value(substitute(x, yn))}"
+                   for k, x in (*r.defines, *spec.defines)),
+                 *(substitute(a, yn) for a in r.build_spec.configure_args))
+    fetch = fetch_steps(ctx)
+    sid = v.id
+    pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps) + tuple(f.id for f in fetch)
+    steps = [*fetch,
+             Step(id=f"{sid}/prepare", kind="prepare", deps=pre, outputs=(str(bdir / "bin"),),
+                  payload=PrepareBuild(clean=(), files=(), wrappers=wrappers,
+                                       python=ctx.host.builder_python or "python3",
+                                       chain=launcher_chain(ctx)[3:]),
+                  **common),
+             Step(id=f"{sid}/configure", kind="configure", commands=(configure,),
+                  env=tuple(xenv.items()), cwd=src, deps=(f"{sid}/prepare",), timeout=1800,
+                  **common),
+             scheduled_build(ctx, (xmake, "build", "-P", src, "-v", "-j", str(ctx.jobs * 2)),
+                             xenv, src, (f"{sid}/configure",), str(bdir / "build"), common),
+             Step(id=f"{sid}/stage", kind="stage",
+                  commands=((xmake, "install", "-P", src, "-o", str(stage)),)
+                  if r.install.project_rules else (),
+                  env=tuple(xenv.items()), cwd=src, deps=(f"{sid}/build",),
+                  outputs=(str(stage),), payload=CleanStage(str(stage)), timeout=600,
+                  **common)]
+    installed = f"{sid}/stage"
+    if r.install.files:
+        steps.append(collect_step(ctx, vals, stage, installed, common))
+        installed = steps[-1].id
+    tests, last = test_steps(ctx, installed, str(stage))
+    steps.extend(tests)
+    steps.append(Step(id=f"{sid}/publish", kind="publish", deps=(last,),
+                      outputs=(v.prefix,), inputs_hash=v.key, **common,
+                      payload=PublishInstall(stage=str(stage), prefix=v.prefix,
+                                             meta={**install_meta(ctx),
+                                                   "build_system": "xmake"})))
+    return [with_hash(s, v.key) for s in steps]
