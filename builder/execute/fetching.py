@@ -52,19 +52,7 @@ def fetch(ex: StepHost, step: Step) -> None:
         marker: dict[str, object] = {"kind": src.kind, "location": src.location,
                                      "rev": src.rev, "sha256": src.sha256}
         if src.kind == "git":
-            from builder.recipe.semantic import is_full_rev
-            from builder.util.runner import capture
-
-            rc, out = capture(["git", "-C", str(partial), "rev-parse", "HEAD"])
-            head, rev = out.strip(), src.rev
-            branch = not is_full_rev(rev)  # opted in with allow_branch
-            if rc != 0 or not is_full_rev(head) or (head != rev and not branch):
-                raise FetchError(f"{src.location}: checked out "
-                                       f"{head!r}, expected {rev}")
-            marker["commit"] = head  # what the branch or tag resolved to, now
-            if branch:
-                with open(ex.log_path(step), "a", encoding="utf-8") as log:
-                    log.write(f"# {rev} resolved to commit {head}\n")
+            marker["commit"] = _checked_commit(ex, step, src, partial)
         if policy.tree_size(partial) > limits.max_size:
             raise FetchError(f"{src.location}: larger than the fetch size "
                                    f"cap ({limits.max_size} bytes); raise "
@@ -80,3 +68,20 @@ def fetch(ex: StepHost, step: Step) -> None:
         raise StepFailed(step.id, [], 1, str(failed_log), [str(exc)], str(exc)) from None
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -> str:
+    """The commit the clone checked out: the pinned one, or what a branch or tag (allowed
+    with allow_branch) resolved to now, which the log records."""
+    from builder.recipe.semantic import is_full_rev
+    from builder.util.runner import capture
+
+    rc, out = capture(["git", "-C", str(partial), "rev-parse", "HEAD"])
+    head, rev = out.strip(), src.rev
+    branch = not is_full_rev(rev)  # opted in with allow_branch
+    if rc != 0 or not is_full_rev(head) or (head != rev and not branch):
+        raise FetchError(f"{src.location}: checked out {head!r}, expected {rev}")
+    if branch:
+        with open(ex.log_path(step), "a", encoding="utf-8") as log:
+            log.write(f"# {rev} resolved to commit {head}\n")
+    return head

@@ -232,80 +232,32 @@ def _option(name: str, spec: dict[str, Any]) -> m.Option:
 
 def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
                 digest: str) -> m.Recipe:
-    recipe_dir = file.resolve().parent
-    sources = []
-    for src in source_entries(data):
-        patches = tuple(str((recipe_dir / p).resolve()) for p in src.get("patches", ()))
-        if "path" in src:
-            sources.append(m.Source("path", str((recipe_dir / src["path"]).resolve()),
-                                    patches=patches,
-                                    subdir=src.get("subdir", "")))
-        elif "git" in src:
-            sources.append(m.Source("git", src["git"], rev=src["rev"],
-                                    patches=patches,
-                                    subdir=src.get("subdir", "")))
-        else:
-            sources.append(m.Source("url", src["url"], sha256=src["sha256"],
-                                    patches=patches,
-                                    subdir=src.get("subdir", "")))
+    """The typed recipe of a document that passed the schema and the semantic checks."""
     build = data.get("build") or {}
-    mem = data.get("memory") or {}
-    req = data.get("requires") or {}
     py = data.get("python") or {}
-    inst = data.get("install") or {}
     whl = data.get("wheel") or {}
+    pkg = data["package"]
     return m.Recipe(
-        name=data["package"]["name"], version=data["package"]["version"], file=file.resolve(),
-        display=display, description=data["package"].get("description", ""),
-        sources=tuple(sources), build_system=build.get("system", "cmake"),
+        name=pkg["name"], version=pkg["version"], file=file.resolve(),
+        display=display, description=pkg.get("description", ""),
+        sources=_sources(data, file.resolve().parent), build_system=build.get("system", "cmake"),
         build_types=tuple(build.get("build_types", ("release",))),
         enabled_by=build.get("enabled_by", ""),
         targets=tuple(build.get("targets", ())),
         compiler_cache=build.get("compiler_cache", ""),
         cxx_standard=str(build.get("cxx_standard", "")),
-        license=data["package"].get("license", ""), homepage=data["package"].get("homepage", ""),
+        license=pkg.get("license", ""), homepage=pkg.get("homepage", ""),
         options=tuple(_option(k, v) for k, v in (data.get("options") or {}).items()),
-        backends=tuple(m.BackendSpec(
-            name=b, tools=tuple((spec.get("tools") or {}).items()),
-            archs=tuple(spec.get("archs") or ()), os=tuple(spec.get("os") or ()),
-            flags=_layers(spec.get("flags")), defines=_defines(spec.get("defines")),
-            formats=tuple(spec.get("formats") or ()), archs_option=spec.get("archs_option", ""),
-            kind=spec.get("kind", ""), target=spec.get("target", ""))
-            for b, spec in data["backends"].items()),
+        backends=tuple(_backend(b, spec) for b, spec in data["backends"].items()),
         flags=_layers(data.get("flags")), defines=_defines(data.get("defines")),
-        memory=m.Memory(
-            default=parse_size(mem["default"]) if "default" in mem else 0,
-            per_file=tuple((g, parse_size(s)) for g, s in (mem.get("per_file") or {}).items()),
-            low_memory_flags=tuple(mem.get("low_memory_flags", ())),
-            unity=(mem.get("unity") or {}).get("enabled", False),
-            unity_batch_size=int((mem.get("unity") or {}).get("batch_size", 8)),
-            pch=(mem.get("pch") or {}).get("enabled", False),
-            pch_headers=tuple((mem.get("pch") or {}).get("headers", ()))),
-        requires=m.Requires(
-            recipes=tuple(m.RecipeRequirement(r["name"], r.get("version", ""))
-                          for r in req.get("recipes") or ()),
-            conan=tuple(m.ConanRequirement(c) if isinstance(c, str) else
-                        m.ConanRequirement(c["ref"], c.get("provider", "system"))
-                        for c in req.get("conan") or ()),
-            python=tuple(req.get("python") or ()),
-            system=tuple(m.SystemRequirement(tuple(x["packages"]), x.get("when", ""),
-                                             x.get("why", ""))
-                         for x in req.get("system") or ())),
+        memory=_memory(data.get("memory") or {}),
+        requires=_requires(data.get("requires") or {}),
         python=m.PythonSpec(tuple(py.get("versions", ())), py.get("abi", "none"),
                             py.get("package", "python"), py.get("limited_api", "")),
         wheel=m.WheelSpec(whl.get("manylinux", "auto"), tuple(whl.get("exclude", ())),
                           tuple(whl.get("requires", ()))),
-        tests=tuple(m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
-                               tuple(t.get("backends", ())),
-                               tuple((t.get("devices") or {}).items()), t.get("timeout", 1800),
-                               bool(t.get("needs_gpu", False)), t.get("cwd", ""),
-                               bool(t.get("allow_empty", False)))
-                    for t in data.get("test") or ()),
-        install=m.InstallSpec(inst.get("root", ""),
-                              inst.get("layout", m.InstallSpec().layout),
-                              tuple(m.InstallFile(f["from"], f["to"])
-                                    for f in inst.get("files") or ()),
-                              bool(inst.get("project_rules", True))),
+        tests=tuple(_test(t) for t in data.get("test") or ()),
+        install=_install(data.get("install") or {}),
         build_spec=m.BuildSpec(
             frontend=build.get("frontend", "pip"),
             env=tuple((k, _define_value(v)) for k, v in (build.get("env") or {}).items()),
@@ -317,6 +269,69 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
                                tuple((b, tuple(f)) for b, f in (v.get("flags") or {}).items()))
                       for k, v in (data.get("kernels") or {}).items()),
         digest=digest, positions=pos)
+
+
+def _sources(data: dict[str, Any], recipe_dir: Path) -> tuple[m.Source, ...]:
+    """Path sources and patches resolved against the recipe's folder."""
+    out = []
+    for src in source_entries(data):
+        patches = tuple(str((recipe_dir / p).resolve()) for p in src.get("patches", ()))
+        subdir = src.get("subdir", "")
+        if "path" in src:
+            out.append(m.Source("path", str((recipe_dir / src["path"]).resolve()),
+                                patches=patches, subdir=subdir))
+        elif "git" in src:
+            out.append(m.Source("git", src["git"], rev=src["rev"], patches=patches,
+                                subdir=subdir))
+        else:
+            out.append(m.Source("url", src["url"], sha256=src["sha256"], patches=patches,
+                                subdir=subdir))
+    return tuple(out)
+
+
+def _backend(name: str, spec: dict[str, Any]) -> m.BackendSpec:
+    return m.BackendSpec(
+        name=name, tools=tuple((spec.get("tools") or {}).items()),
+        archs=tuple(spec.get("archs") or ()), os=tuple(spec.get("os") or ()),
+        flags=_layers(spec.get("flags")), defines=_defines(spec.get("defines")),
+        formats=tuple(spec.get("formats") or ()), archs_option=spec.get("archs_option", ""),
+        kind=spec.get("kind", ""), target=spec.get("target", ""))
+
+
+def _memory(mem: dict[str, Any]) -> m.Memory:
+    unity, pch = mem.get("unity") or {}, mem.get("pch") or {}
+    return m.Memory(
+        default=parse_size(mem["default"]) if "default" in mem else 0,
+        per_file=tuple((g, parse_size(s)) for g, s in (mem.get("per_file") or {}).items()),
+        low_memory_flags=tuple(mem.get("low_memory_flags", ())),
+        unity=unity.get("enabled", False), unity_batch_size=int(unity.get("batch_size", 8)),
+        pch=pch.get("enabled", False), pch_headers=tuple(pch.get("headers", ())))
+
+
+def _requires(req: dict[str, Any]) -> m.Requires:
+    return m.Requires(
+        recipes=tuple(m.RecipeRequirement(r["name"], r.get("version", ""))
+                      for r in req.get("recipes") or ()),
+        conan=tuple(m.ConanRequirement(c) if isinstance(c, str) else
+                    m.ConanRequirement(c["ref"], c.get("provider", "system"))
+                    for c in req.get("conan") or ()),
+        python=tuple(req.get("python") or ()),
+        system=tuple(m.SystemRequirement(tuple(x["packages"]), x.get("when", ""),
+                                         x.get("why", ""))
+                     for x in req.get("system") or ()))
+
+
+def _test(t: dict[str, Any]) -> m.TestSpec:
+    return m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
+                      tuple(t.get("backends", ())), tuple((t.get("devices") or {}).items()),
+                      t.get("timeout", 1800), bool(t.get("needs_gpu", False)), t.get("cwd", ""),
+                      bool(t.get("allow_empty", False)))
+
+
+def _install(inst: dict[str, Any]) -> m.InstallSpec:
+    return m.InstallSpec(inst.get("root", ""), inst.get("layout", m.InstallSpec().layout),
+                         tuple(m.InstallFile(f["from"], f["to"]) for f in inst.get("files") or ()),
+                         bool(inst.get("project_rules", True)))
 
 
 def validate(data: Any, pos: Positions, file: Path, display: str, digest: str) -> m.Recipe:

@@ -98,13 +98,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
                         str(bdir / "gen"), *profile_args, *option_args, *remote),),
              env=conan_env, cwd=str(bdir), deps=(f"{sid}/render",),
              outputs=(str(bdir / "gen" / "conan_toolchain.cmake"),), timeout=600, **common),
-        Step(id=f"{sid}/configure", kind="configure",
-             commands=((cmake, "-S", vals["source"], "-B", vals["build"], "-G", "Ninja",
-                        f"-DCMAKE_TOOLCHAIN_FILE={bdir / 'gen' / 'conan_toolchain.cmake'}",
-                        f"-DCMAKE_BUILD_TYPE={CMAKE_BUILD_TYPE[v.build_type]}",
-                        f"-DCMAKE_INSTALL_PREFIX={stage}", *_make_program(ctx),
-                        *(f"-D{k}={val}" for k, val in defines.items())),),
-             cwd=str(bdir), deps=(f"{sid}/conan-install",), timeout=1800, **common),
+        _configure_step(ctx, cmake, vals, defines, stage, common),
         _build_step(ctx, cmake, vals, cache_env, str(bdir), common),
         Step(id=f"{sid}/stage", kind="stage",
              commands=((cmake, "--install", vals["build"], "--prefix", str(stage)),)
@@ -129,6 +123,21 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
     return [with_hash(s, v.key) for s in steps]
+
+
+def _configure_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
+                    defines: dict[str, str], stage: Path, common: _Common) -> Step:
+    """``cmake -G Ninja`` with Conan's toolchain, the build type, the stage as the install
+    prefix and the recipe's defines."""
+    v = ctx.variant
+    bdir = ctx.ws.build_dir(ctx.recipe.name, ctx.vdir)
+    return Step(id=f"{v.id}/configure", kind="configure",
+                commands=((cmake, "-S", vals["source"], "-B", vals["build"], "-G", "Ninja",
+                           f"-DCMAKE_TOOLCHAIN_FILE={bdir / 'gen' / 'conan_toolchain.cmake'}",
+                           f"-DCMAKE_BUILD_TYPE={CMAKE_BUILD_TYPE[v.build_type]}",
+                           f"-DCMAKE_INSTALL_PREFIX={stage}", *_make_program(ctx),
+                           *(f"-D{k}={val}" for k, val in defines.items())),),
+                cwd=str(bdir), deps=(f"{v.id}/conan-install",), timeout=1800, **common)
 
 
 def _make_program(ctx: VariantContext) -> tuple[str, ...]:

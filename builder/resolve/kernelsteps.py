@@ -16,7 +16,7 @@ from pathlib import Path
 from builder import backends as registry
 from builder.plan.model import BUILD, CACHED, SKIP, Step
 from builder.plan.payloads import KernelEntry, PublishKernels
-from builder.recipe.model import Recipe, digest
+from builder.recipe.model import Kernel, Recipe, digest
 from builder.recipe.subst import substitute
 from builder.resolve.steps import (
     VariantContext,
@@ -60,61 +60,13 @@ def _check_layout(recipe: Recipe, layout: str, backend: str) -> None:
 
 
 def kernel_steps(ctx: VariantContext) -> list[Step]:
-    r, v, host = ctx.recipe, ctx.variant, ctx.host
-    be = registry.get(ctx.kind)
-    spec = r.backend(v.backend)
-    assert spec is not None
-    lang = be.flags_lang or "cxx"
-    vals = ctx.values()
-    common = tuple(substitute(f, vals) for f in (r.flags.for_build_type(v.build_type) +
-                                                 spec.flags.for_build_type(v.build_type)
-                                                 ).get(lang))
-    # a kernel may include any file of its source tree: the tree's digest is an input
-    tree_digest = dict(v.pins).get("source", "")
-    root = kernels_root(ctx)
-    tree = root / v.backend
-    formats = spec.formats or be.kernel_formats()[:1]
-    be_tool = host.tool(be.tool) if be.tool else None
-    skipped = {a: (rs, fx) for a, rs, fx in ctx.skipped_archs}
+    """One compile step per (kernel, arch, format), then the publish step, tests, wheel."""
+    r, v = ctx.recipe, ctx.variant
+    tree = kernels_root(ctx) / v.backend
     steps: list[Step] = []
     artifacts: list[dict[str, str]] = []
     for k in r.kernels:
-        src_rel = k.source_for(v.backend)
-        if src_rel is None:
-            continue
-        src = str(Path(ctx.source_root()) / src_rel)
-        src_digest = ctx.file_digests.get(src, "")
-        flags = common + tuple(substitute(f, vals) for f in dict(k.flags).get(v.backend, ()))
-        floor = dict(k.min_arch).get(v.backend)
-        for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
-            if floor and be.arch_order(arch) < be.arch_order(floor):
-                continue
-            for fmt in formats:
-                key = digest("kernel-2", v.backend, k.name, arch, fmt, src_digest, flags,
-                             be_tool.version if be_tool else "", tree_digest)
-                entry = ctx.ws.kernel_cache / key[:20]
-                partial = Path(str(entry) + ".partial")
-                kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host,
-                                       fmt)
-                status, reason, fix = variant_status(v)
-                if arch in skipped:
-                    status, (reason, fix) = SKIP, skipped[arch]
-                elif status == BUILD and key[:20] in ctx.kernel_artifacts:
-                    status = CACHED
-                suffix = f":{fmt}" if len(formats) > 1 else ""
-                steps.append(Step(
-                    id=f"{v.id}/kernel:{k.name}:{arch}{suffix}", kind="kernel", variant=v.id,
-                    commands=kc.commands, env=kc.env, cwd=ctx.source_root(),
-                    inputs_hash=key, outputs=(str(entry / f"{arch}.{fmt}"),), status=status,
-                    reason=reason, fix=fix, payload=KernelEntry(str(partial), str(entry)),
-                    timeout=1800))
-                if arch not in skipped:
-                    layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
-                                                                      ext=fmt))
-                    _check_layout(r, layout, v.backend)
-                    artifacts.append({"kernel": k.name, "arch": arch, "format": fmt,
-                                      "path": layout, "cache": str(entry / f"{arch}.{fmt}"),
-                                      "key": key, **be.artifact_facts(arch, host)})
+        _kernel(ctx, k, steps, artifacts)
     fetch = fetch_steps(ctx)
     if fetch:
         steps = [replace(st, deps=(*st.deps, fetch[0].id)) for st in steps]
@@ -125,7 +77,7 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
     publish = Step(id=f"{v.id}/publish", kind="publish-kernels", variant=v.id,
                    deps=tuple(s.id for s in steps if s.status != SKIP), outputs=(str(tree),),
                    status=status, reason=reason, fix=fix, inputs_hash=v.key,
-                   payload=PublishKernels(tree=str(tree), root=str(root),
+                   payload=PublishKernels(tree=str(tree), root=str(tree.parent),
                                           artifacts=tuple(artifacts)))
     tests, _ = test_steps(ctx, publish.id, str(tree))
     if publish.status == CACHED:  # the tests ran against this very tree when it was published
@@ -133,4 +85,56 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
     wheel = wheel_steps(ctx, str(Path(ctx.source_root()) / r.python.package), publish.id,
                         native=False)
     return [*fetch, *steps, publish, *tests, *wheel]
+
+
+def _kernel(ctx: VariantContext, k: Kernel, steps: list[Step],
+            artifacts: list[dict[str, str]]) -> None:
+    """The compile steps of one kernel (each cached under a key of its source, its tree,
+    flags, toolchain, arch and format) and the artifacts they publish."""
+    r, v, host = ctx.recipe, ctx.variant, ctx.host
+    be = registry.get(ctx.kind)
+    spec = r.backend(v.backend)
+    src_rel = k.source_for(v.backend)
+    if spec is None or src_rel is None:
+        return
+    vals = ctx.values()
+    common = (r.flags.for_build_type(v.build_type) +
+              spec.flags.for_build_type(v.build_type)).get(be.flags_lang or "cxx")
+    flags = tuple(substitute(f, vals) for f in (*common, *dict(k.flags).get(v.backend, ())))
+    src = str(Path(ctx.source_root()) / src_rel)
+    formats = spec.formats or be.kernel_formats()[:1]
+    be_tool = host.tool(be.tool) if be.tool else None
+    skipped = {a: (rs, fx) for a, rs, fx in ctx.skipped_archs}
+    floor = dict(k.min_arch).get(v.backend)
+    # a kernel may include any file of its source tree: the tree's digest is an input
+    inputs = (ctx.file_digests.get(src, ""), flags, be_tool.version if be_tool else "",
+              dict(v.pins).get("source", ""))
+    for arch in sorted({*v.archs, *skipped}, key=be.arch_order):
+        if floor and be.arch_order(arch) < be.arch_order(floor):
+            continue
+        for fmt in formats:
+            key = digest("kernel-2", v.backend, k.name, arch, fmt, inputs[0], inputs[1],
+                         inputs[2], inputs[3])
+            entry = ctx.ws.kernel_cache / key[:20]
+            partial = Path(str(entry) + ".partial")
+            kc = be.kernel_command(src, arch, str(partial / f"{arch}.{fmt}"), flags, host, fmt)
+            status, reason, fix = variant_status(v)
+            if arch in skipped:
+                status, (reason, fix) = SKIP, skipped[arch]
+            elif status == BUILD and key[:20] in ctx.kernel_artifacts:
+                status = CACHED
+            suffix = f":{fmt}" if len(formats) > 1 else ""
+            steps.append(Step(
+                id=f"{v.id}/kernel:{k.name}:{arch}{suffix}", kind="kernel", variant=v.id,
+                commands=kc.commands, env=kc.env, cwd=ctx.source_root(),
+                inputs_hash=key, outputs=(str(entry / f"{arch}.{fmt}"),), status=status,
+                reason=reason, fix=fix, payload=KernelEntry(str(partial), str(entry)),
+                timeout=1800))
+            if arch not in skipped:
+                layout = substitute(r.install.layout, ctx.values(kernel=k.name, arch=arch,
+                                                                  ext=fmt))
+                _check_layout(r, layout, v.backend)
+                artifacts.append({"kernel": k.name, "arch": arch, "format": fmt,
+                                  "path": layout, "cache": str(entry / f"{arch}.{fmt}"),
+                                  "key": key, **be.artifact_facts(arch, host)})
 

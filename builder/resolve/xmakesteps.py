@@ -16,6 +16,7 @@ from __future__ import annotations
 from builder import backends as registry
 from builder.plan.model import Step
 from builder.plan.payloads import CleanStage, PrepareBuild, PublishInstall
+from builder.recipe.model import FlagSet
 from builder.recipe.subst import substitute
 from builder.resolve.cmakesteps import install_meta
 from builder.resolve.pysteps import launcher_chain, scheduled_build, wrapper_env
@@ -40,6 +41,30 @@ def _xmake_value(value: str) -> str:
     return {"ON": "y", "OFF": "n"}.get(value, value)
 
 
+def _configure(ctx: VariantContext, xmake: str, flags: FlagSet, vals: dict[str, str],
+               out: str, wrappers: tuple[str, str, str]) -> tuple[str, ...]:
+    """``xmake f``: mode, compilers (the launcher wrappers), flags; the recipe's and the
+    backend's defines as xmake options (bools as y/n)."""
+    r, v = ctx.recipe, ctx.variant
+    spec = r.backend(v.backend)
+    assert spec is not None
+    cc_wrap, cxx_wrap, own = wrappers  # own: the backend tool's wrapper (nvcc), if any
+    yn = {**vals, **{f"options.{k}": ("y" if x else "n") for k, x in ctx.options.items()
+                     if isinstance(x, bool)}}
+    # --ccache=n: xmake's own compile cache preprocesses first and compiles the result in
+    # the build folder, which would hide the source file from the memory history
+    return (xmake, "f", "-P", vals["source"], "-y", "-m", XMAKE_MODES[v.build_type],
+            "--ccache=n", "-o", out, f"--cc={cc_wrap}", f"--cxx={cxx_wrap}",
+            f"--ld={cxx_wrap}", f"--sh={cxx_wrap}", *([f"--cu={own}"] if own else []),
+            *(f"--{opt}={' '.join(substitute(x, vals) for x in flags.get(lang))}"
+              for opt, lang in (("cflags", "c"), ("cxxflags", "cxx"), ("cuflags", "cuda"),
+                                ("ldflags", "ld"), ("shflags", "ld"))
+              if flags.get(lang)),
+            *(f"--{k}={_xmake_value(substitute(x, yn))}"
+              for k, x in (*r.defines, *spec.defines)),
+            *(substitute(a, yn) for a in r.build_spec.configure_args))
+
+
 def xmake_steps(ctx: VariantContext) -> list[Step]:
     r, v, ws = ctx.recipe, ctx.variant, ctx.ws
     be = registry.get(ctx.kind)
@@ -59,24 +84,9 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
             "XMAKE_GLOBALDIR": str(ws.state / "xmake-global"),
             **{k: x for k, x in env.items() if k in ("MAX_JOBS", "CUDA_HOME")},
             **{k: substitute(x, vals) for k, x in r.build_spec.env}}
-    yn = {**vals, **{f"options.{k}": ("y" if x else "n") for k, x in ctx.options.items()
-                     if isinstance(x, bool)}}
     xmake = tool(ctx.host, "xmake", "xmake")
-    own = env.get("PYTORCH_NVCC", "")  # the backend tool's wrapper (nvcc)
-    # --ccache=n: xmake's own compile cache preprocesses first and compiles the result in
-    # the build folder, which would hide the source file from the memory history
-    configure = (xmake, "f", "-P", src, "-y", "-m", XMAKE_MODES[v.build_type], "--ccache=n",
-                 "-o", str(bdir / "build"), f"--cc={cc_wrap}", f"--cxx={cxx_wrap}",
-                 f"--ld={cxx_wrap}", f"--sh={cxx_wrap}",
-                 *([f"--cu={own}"] if own else []),
-                 *(f"--{opt}={' '.join(substitute(x, vals) for x in flags.get(lang))}"
-                   for opt, lang in (("cflags", "c"), ("cxxflags", "cxx"), ("cuflags", "cuda"),
-                                     ("ldflags", "ld"), ("shflags", "ld"))
-                   if flags.get(lang)),
-                 # the recipe's and the backend's defines are xmake options here
-                 *(f"--{k}={_xmake_value(substitute(x, yn))}"
-                   for k, x in (*r.defines, *spec.defines)),
-                 *(substitute(a, yn) for a in r.build_spec.configure_args))
+    configure = _configure(ctx, xmake, flags, vals, str(bdir / "build"),
+                           (cc_wrap, cxx_wrap, env.get("PYTORCH_NVCC", "")))
     fetch = fetch_steps(ctx)
     sid = v.id
     pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps) + tuple(f.id for f in fetch)

@@ -70,3 +70,16 @@ def test_files_stay_readable() -> None:
     long = [f"{p.relative_to(REPO)}: {n} lines" for p in modules()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_FILE_LINES]
     assert not long, "split these by role: " + "; ".join(long)
+
+
+def test_core_functions_stay_short() -> None:
+    """recipe, resolve, plan and execute read as short named steps."""
+    long = []
+    for pkg in CORE:
+        for p in sorted((PACKAGE / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    n = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if n > MAX_FUNCTION_LINES:
+                        long.append(f"{p.relative_to(REPO)}:{node.lineno} {node.name}: {n} lines")
+    assert not long, "split these into named steps: " + "; ".join(long)
