@@ -10,6 +10,7 @@ golden files.
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -33,7 +34,6 @@ from .subst import SubstitutionError, substitute, variables
 from .system import (
     conan_problem,
     cross_problem,
-    install_command,
     missing_system,
     packages_for,
     qualified,
@@ -130,11 +130,14 @@ def _no_value(recipe: Recipe, name: str) -> RecipeError:
 
 def _tool_problem(tool: str, spec: str, host: HostFacts) -> tuple[str, str] | None:
     info = host.tool(tool)
+    # cmake, ninja and conan are on PyPI: pip puts them next to the interpreter, on PATH in
+    # an activated virtual environment
+    pip = f"python3 -m pip install '{tool}{spec}'" if tool in ("cmake", "ninja", "conan") \
+        else ""
     if info is None:
-        fixes = {"cmake": "pip install cmake", "ninja": "pip install ninja",
-                 "conan": "pip install conan", "cxx": "apt-get install g++",
-                 "cc": "apt-get install gcc", "ccache": "apt-get install ccache"}
-        return f"{tool} not found", fixes.get(tool, f"install {tool} and put it on PATH")
+        fixes = {"cxx": "apt-get install g++", "cc": "apt-get install gcc",
+                 "ccache": "apt-get install ccache"}
+        return f"{tool} not found", pip or fixes.get(tool, f"install {tool} and put it on PATH")
     if spec:
         try:
             ok = Version(info.version) in SpecifierSet(spec)
@@ -144,31 +147,63 @@ def _tool_problem(tool: str, spec: str, host: HostFacts) -> tuple[str, str] | No
             return (f"{tool}: '{spec}' is not a valid version specifier",
                     "give the option a version such as 12.4, or a specifier such as >=12.0")
         if not ok:
-            return (f"{tool} {info.version} does not satisfy {spec}",
-                    f"install a {tool} matching {spec}")
+            return (f"{tool} {info.version} ({info.path}) does not satisfy {spec}",
+                    pip or f"install a {tool} matching {spec}")
     return None
 
 
 def _python_problem(recipe: Recipe, py: str, host: HostFacts) -> tuple[str, str] | None:
+    """What Python {py} lacks of the recipe's requires.python, all of it at once, with one
+    fix that installs exactly that."""
     info = host.python(py)
     if info is None:
         return (f"no Python {py} interpreter found",
                 f"install it (e.g. `pyenv install {py}`) or drop {py} from the request")
+    missing: list[str] = []
+    wrong: list[str] = []
+    to_install: list[str] = []
+    torch = ""
+    where = f"for Python {py} ({info.path})"
     for text in recipe.requires.python:
         req = Requirement(text)
         have = info.package(req.name)
-        cmd = f"{info.path} -m pip install '{text}'"
-        if req.name.lower() == "torch":
-            cmd = f"{info.path} -m pip install torch==2.13.0  # the CPU build"
         if have is None:
-            return f"{req.name} is not installed for Python {py} ({info.path})", cmd
-        local = Version(have).local or ""
-        if req.name.lower() == "torch" and local.startswith("cu") and host.tool("nvcc") is None:
-            return (f"torch {have} for Python {py} ({info.path}) is a CUDA build, and this host "
-                    f"has no CUDA toolkit for its CMake config to find", cmd)
-        if not req.specifier.contains(Version(have).public, prereleases=True):
-            return (f"{req.name} {have} for Python {py} does not satisfy '{text}'", cmd)
-    return None
+            missing.append(req.name)
+        else:
+            local = Version(have).local or ""
+            if req.name.lower() == "torch" and local.startswith("cu") and \
+                    host.tool("nvcc") is None:
+                wrong.append(f"torch {have} {where} is a CUDA build, and this host has no CUDA "
+                             f"toolkit for its CMake config to find")
+                torch = f"torch=={Version(have).public}+cpu"  # satisfied by the CUDA one
+                continue
+            elif not req.specifier.contains(Version(have).public, prereleases=True):
+                wrong.append(f"{req.name} {have} {where} does not satisfy '{text}'")
+            else:
+                continue
+        if req.name.lower() == "torch":
+            torch = text
+        else:
+            to_install.append(text)
+    if not missing and not wrong:
+        return None
+    verb = "is" if len(missing) == 1 else "are"
+    reason = "; ".join([*([f"{', '.join(missing)} {verb} not installed {where}"]
+                          if missing else []), *wrong])
+    fixes = [f"{info.path} -m pip install {' '.join(shlex.quote(t) for t in to_install)}"] \
+        if to_install else []
+    if torch:  # PyPI's Linux torch wheel is the CUDA build (several GB): PyTorch's CPU index
+        fixes.append(f"{info.path} -m pip install {shlex.quote(torch)} --index-url "
+                     "https://download.pytorch.org/whl/cpu")
+    fix = " && ".join(fixes)
+    others = [p for p in host.pythons if p.version != py and all(
+        p.package(r.name) and r.specifier.contains(Version(p.package(r.name) or "0").public,
+                                                   prereleases=True)
+        for r in map(Requirement, recipe.requires.python))]
+    if others:  # interpreters here that have everything: the fix that needs no download
+        fix = " or ".join(f"--python {p.version} ({p.path} has them)" for p in others) + \
+            f"; or {fix}"
+    return reason, fix
 
 
 def _pythons_for(recipe: Recipe, request: Request, host: HostFacts) -> list[str]:
@@ -235,6 +270,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         if spec.os and host.os not in spec.os:
             problems.append((f"{backend}: this recipe builds {backend} on "
                              f"{', '.join(spec.os)} only", f"use a {spec.os[0]} host"))
+        hard = bool(problems)  # not buildable on this host: what else is missing is noise
         implied = [("cmake", ""), ("ninja", ""), ("conan", ""), ("cxx", "")] \
             if recipe.build_system == "cmake" else []
         for tool, written in [*implied, *spec.tools]:
@@ -291,37 +327,40 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 f"library, while the system packages' C++ libraries ({', '.join(from_system)}) "
                 "use the system's libstdc++.so; two copies in one process crash (iostreams)",
                 "build with the distribution's compiler, e.g. CXX=/usr/bin/g++ CC=/usr/bin/gcc"))
-        wanted_system = [p for sreq in recipe.requires.system for p in sreq.packages
-                         if not sreq.when or options.get(sreq.when[len("${options."):-1])
-                         is True]
+        active_system = [sreq for sreq in recipe.requires.system if not sreq.when or
+                         options.get(sreq.when[len("${options."):-1]) is True]
+        wanted_system = [p for sreq in active_system for p in sreq.packages]
         system_refs = [c for c in recipe.requires.conan if c.provider == "system"]
-        if platform and platform.cross and (system_refs or wanted_system):
-            # the target architecture's libraries, every missing one named in one fix
-            xp = cross_problem(system_refs, wanted_system, host, multiarch, spec.target) \
-                if multiarch else (f"{backend}: this host has no system packages for "
-                                   f"{spec.target}", "use `provider: remote` for the Conan "
-                                   f"requirements, or build on a {spec.target} host")
+        if platform and platform.cross and (system_refs or wanted_system) and not multiarch:
+            problems.append((f"{backend}: this host has no system packages for "
+                             f"{spec.target}", "use `provider: remote` for the Conan "
+                             f"requirements, or build on a {spec.target} host"))
+        elif system_refs or wanted_system:
+            # every missing package (the target architecture's when cross compiling) named
+            # in one problem whose fix installs all of them
+            whys = [sreq.why for sreq in active_system if sreq.why and missing_system(
+                [qualified(p, multiarch) for p in sreq.packages], host)]
+            xp = cross_problem(system_refs, wanted_system, host, multiarch,
+                               spec.target if platform and platform.cross else "", whys)
             if xp:
                 problems.append(xp)
         for creq in recipe.requires.conan:
-            cp = (conan_problem(creq, host, multiarch) if creq.provider == "system" else None
-                  if request.conan_remote else
-                  (f"{creq.ref} comes from a Conan remote and none was given",
-                   "pass --conan-remote NAME (a remote configured in the project's Conan home)"))
+            if creq.provider == "system":
+                entry = system_table().get(creq.name)
+                if entry and missing_system(packages_for(entry, multiarch), host):
+                    continue  # named above
+                cp = conan_problem(creq, host, multiarch)
+            else:
+                cp = None if request.conan_remote else (
+                    f"{creq.ref} comes from a Conan remote and none was given",
+                    "pass --conan-remote NAME (a remote configured in the project's Conan "
+                    "home)")
             if cp:
                 problems.append(cp)
-        for sreq in recipe.requires.system:
-            if sreq.when and options.get(sreq.when[len("${options."):-1]) is not True:
-                continue
-            pkgs = [qualified(p, multiarch) for p in sreq.packages]
-            missing = missing_system(pkgs, host)
-            if missing:
-                why = f" ({sreq.why})" if sreq.why else ""
-                problems.append((f"system package(s) {', '.join(missing)} not installed{why}",
-                                 install_command(pkgs, multiarch)))
         if recipe.enabled_by and options.get(recipe.enabled_by) is False:
             problems.insert(0, (f"disabled: option {recipe.enabled_by} is false",
                                 f"-o {recipe.name}:{recipe.enabled_by}=true to build it"))
+            hard = True
         wanted = _pythons_for(recipe, request, host)
         if not wanted and request.pythons and request.pythons != ("all",):
             problems.append((f"Python {', '.join(request.pythons)} is not among the versions "
@@ -376,7 +415,12 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
         vid = f"{recipe.name}/{vdir}"
         status, reason, fix = BUILD, "", ""
         if problems:
-            status, reason, fix = SKIP, problems[0][0], problems[0][1]
+            # everything that is missing at once (one fix line for all of it), unless the
+            # first problem rules the variant out on this host whatever else is installed
+            shown = problems[:1] if hard else problems
+            status = SKIP
+            reason = "; ".join(dict.fromkeys(p[0] for p in shown))
+            fix = "; ".join(dict.fromkeys(p[1] for p in shown if p[1]))
         elif recipe.build_system == "cmake" and key in state.installed:
             status, reason = CACHED, f"up to date: {ws.install_dir(recipe.name, vdir)}"
         variant = Variant(
