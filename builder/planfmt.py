@@ -48,10 +48,19 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
     return lines
 
 
+def _variants(plan: BuildPlan) -> str:
+    n = {st: sum(1 for v in plan.variants if v.status == st)
+         for st in (BUILD, DOWNLOAD, CACHED, SKIP)}
+    return ", ".join(f"{n[st]} {word}" for st, word in (
+        (BUILD, "to build"), (DOWNLOAD, "to download"), (CACHED, "up to date"),
+        (SKIP, "skipped")) if n[st] or st in (BUILD, SKIP))
+
+
 def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
     counts = plan.counts()
     out = [f"host: {plan.host}",
            f"parallel jobs: {plan.jobs}, memory budget: {gib(plan.memory_budget)}",
+           f"variants: {_variants(plan)}",
            f"steps: {counts[BUILD]} to build, "
            + (f"{counts[DOWNLOAD]} to download, " if counts[DOWNLOAD] else "")
            + f"{counts[CACHED]} cached, {counts[SKIP]} skipped"]

@@ -311,6 +311,10 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 raise UnsupportedError([Diagnostic(
                     Location(f"option {spec.archs_option}"), "", bad.reason,
                     bad.fix + "; or pass --skip-unsupported")])
+        if skipped_archs and recipe.build_system == "cmake":
+            # a kernel recipe shows them as skipped steps; a CMake build just lacks them
+            vnotes.extend(f"{recipe.name} {backend}: left out by --skip-unsupported: {why} "
+                          f"(fix: {fx})" for _, why, fx in skipped_archs)
         compiler_cache = request.compiler_cache or recipe.compiler_cache or "none"
         if compiler_cache != "none" and recipe.build_system == "cmake":
             cc = _tool_problem(compiler_cache, "", host)
@@ -366,7 +370,10 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
             problems.append((f"Python {', '.join(request.pythons)} is not among the versions "
                              f"{recipe.name} supports ({', '.join(recipe.python.versions)})",
                              "ask for a supported version with --python"))
-        py_for_build = python or ((wanted or [host.default_python])[0]
+        # a Python-independent build (abi: none) uses the default interpreter when the recipe
+        # supports it, so that `plan --all` and `plan NAME` agree on its variant
+        py_for_build = python or ((host.default_python if host.default_python in wanted else
+                                   (wanted or [host.default_python])[0])
                                   if recipe.python.versions or recipe.requires.python else "")
         if py_for_build and (recipe.requires.python or python):
             p = _python_problem(recipe, py_for_build, host)
@@ -437,6 +444,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 **({"python": py_info.full} if python and py_info else {}),
             }.items())))
         memo[memo_key] = variant
+        test_pythons = tuple(_pythons_for(recipe, request, host)) if not python else (python,)
         ctx = VariantContext(recipe=recipe, variant=variant, host=host, ws=ws, jobs=jobs,
                              options=options, python=py_info, deps=tuple(
                                  (d, recipes.by_name[d.recipe]) for d in deps),
@@ -449,8 +457,11 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                              run_tests=request.run_tests, conan_remote=request.conan_remote,
                              compiler_cache=compiler_cache,
                              cache_remote=request.cache_remote,
-                             test_pythons=tuple(_pythons_for(recipe, request, host))
-                             if not python else (python,), platform=platform)
+                             test_pythons=test_pythons, platform=platform,
+                             test_python_problems=tuple(
+                                 (p, *problem) for p in test_pythons if p != py_for_build
+                                 and recipe.requires.python
+                                 for problem in [_python_problem(recipe, p, host)] if problem))
         try:
             new_steps = kernel_steps(ctx) if recipe.build_system == "kernels" \
                 else cmake_steps(ctx)
@@ -493,10 +504,13 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
     ordered = _ordered(list(variants.values()))
     order_index = {v.id: i for i, v in enumerate(ordered)}
     steps.sort(key=lambda s: order_index[s.variant])
-    mem_desc = f"{budget / 2**30:.1f} GiB budget"
+    # the budget says where it comes from; the host facts say where they come from
+    mem_desc = f"{budget / 2**30:.1f} GiB budget (" + (
+        "--memory-budget" if request.memory_budget else
+        f"{host.memory.usable() / 2**30:.1f} GiB available less a reserve") + ")"
     return BuildPlan(variants=tuple(ordered), steps=tuple(steps),
-                     host=f"{host.os}-{host.arch}, {host.cpus} CPUs, {mem_desc} "
-                          f"({host.source})",
+                     host=f"{host.os}-{host.arch}, {host.cpus} CPUs ({host.source}), "
+                          f"{mem_desc}",
                      cpus=host.cpus, memory_budget=budget, jobs=jobs,
                      notes=tuple(notes + list(state.notes)))
 

@@ -211,6 +211,35 @@ def test_everything_missing_is_named_at_once(project: Path) -> None:
     assert "python3.12 -m pip install numpy 'pybind11>=2.10'" in v.fix
 
 
+def test_python_independent_variant_is_one_for_every_python(project: Path) -> None:
+    """`plan --all` and `plan greet` plan the same abi: none variant (built with the default
+    interpreter, which has torch); a test Python without torch skips its own test only."""
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + "requires:\n  python: ['torch>=2.0']\n"
+                      'python:\n  versions: ["3.10", "3.11", "3.12"]\n  abi: none\n'
+                      "test:\n  - name: py\n    run: ['${python}', '-c', 'import torch']\n")
+    one = plan_for(project, ["greet"], "linux-cuda13")
+    every = plan_for(project, ["greet"], "linux-cuda13", pythons=("all",))
+    assert [v.id for v in one.variants] == [v.id for v in every.variants]
+    assert every.variants[0].status == BUILD
+    tests = {s.id.rsplit("/", 1)[1]: s for s in every.steps if s.kind == "test"}
+    assert tests["test:py@py3.11"].status == BUILD
+    assert tests["test:py@py3.12"].status == SKIP
+    assert tests["test:py@py3.12"].reason.startswith("torch is not installed for Python 3.12")
+    publish = next(s for s in every.steps if s.kind == "publish")
+    assert publish.status == BUILD  # another Python's missing torch does not hold it back
+
+
+def test_cmake_arch_left_out_is_said(project: Path) -> None:
+    recipe = project / "recipes" / "vecadd.yaml"
+    recipe.write_text(recipe.read_text().replace("archs: [sm_80, sm_90]",
+                                                 "archs: [sm_70, sm_80, sm_90]"))
+    plan = plan_for(project, ["vecadd"], "linux-cuda13", skip_unsupported=True)
+    assert plan.variants[0].archs == ("sm_80", "sm_90")
+    assert any(n.startswith("vecadd cuda: left out by --skip-unsupported: sm_70") and
+               "fix:" in n for n in plan.notes), plan.notes
+
+
 def test_kernel_formats_one_step_each(project: Path) -> None:
     recipe = project / "recipes" / "kern.yaml"
     recipe.write_text(recipe.read_text().replace("archs: [sm_75, sm_80]",
