@@ -18,6 +18,23 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
+def estimate_source(source: str) -> str:
+    """A memory estimate's source in words (``learned:recipe:src/*.cpp:host`` → ``like
+    src/*.cpp so far``), for the plan and the live display."""
+    learned = source.startswith("learned:")
+    src = source.removeprefix("learned:")
+    kind, _, rest = src.partition(":")
+    if kind in ("recipe", "prior") and rest:
+        what = rest.split(":")[0]
+        what = f"files including {what}" if kind == "prior" else what
+        return f"like {what} so far" if learned else \
+            (f"typical for {what}" if kind == "prior" else "from the recipe")
+    if learned:
+        return "like this build's other files so far"
+    return {"history": "measured before", "history-file": "measured before (other flags)",
+            "recipe": "from the recipe", "default": "default guess"}.get(kind, source)
+
+
 def _status(status: str, color: bool) -> str:
     word = f"[{_MARK.get(status, status)}]"
     return f"{_COLOR[status]}{word}{_RESET}" if color and status in _COLOR else word
@@ -35,7 +52,8 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
                      f"{gib(pred['budget'])} budget → predicted peak {gib(pred['peak'])}, "
                      f"~{pred['parallelism']:.1f} in parallel, ~{pred['wall']:.0f} s")
         for h in pred.get("heaviest", [])[:3]:
-            lines.append(f"          {h['file']}: ~{gib(h['peak'])} ({h['source']})")
+            lines.append(f"          {h['file']}: ~{gib(h['peak'])} "
+                         f"({estimate_source(h['source'])})")
     if show_commands:
         for k, v in s.env:
             lines.append(f"        env {k}={v}")
