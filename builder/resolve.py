@@ -311,8 +311,7 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
                 raise UnsupportedError([Diagnostic(
                     Location(f"option {spec.archs_option}"), "", bad.reason,
                     bad.fix + "; or pass --skip-unsupported")])
-        if skipped_archs and recipe.build_system == "cmake":
-            # a kernel recipe shows them as skipped steps; a CMake build just lacks them
+        if skipped_archs:  # said by plan and build (a CMake build would just lack them)
             vnotes.extend(f"{recipe.name} {backend}: left out by --skip-unsupported: {why} "
                           f"(fix: {fx})" for _, why, fx in skipped_archs)
         compiler_cache = request.compiler_cache or recipe.compiler_cache or "none"

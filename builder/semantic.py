@@ -84,17 +84,18 @@ def _check_option(name: str, spec: dict[str, Any], d: _Diags) -> None:
 
 
 def _semantic(data: dict[str, Any], d: _Diags, recipe_dir: Path, project_root: Path) -> None:
-    version = data["package"]["version"]
+    version = (data.get("package") or {}).get("version")
     try:
-        Version(version)
+        if isinstance(version, str):  # else a schema error says so
+            Version(version)
     except InvalidVersion:
         d.add(("package", "version"), f"'{version}' is not a valid version",
               "use a PEP 440 version such as \"1.2.0\"")
-    options = data.get("options", {})
+    options = data.get("options") or {}
     for name, spec in options.items():
         _check_option(name, spec, d)
     opt_names = set(options)
-    backends = data["backends"]
+    backends = data.get("backends") or {}
     builtin = backend_registry.names()
     system = (data.get("build") or {}).get("system", "cmake")
     for bname, spec in backends.items():
