@@ -5,8 +5,13 @@ builder options through), and tests, lint, typecheck (what a bare `nox` runs).
 Sessions come from the recipes through builder.ci.sessions (the code behind `builder matrix`).
 builder runs on the interpreter running nox; each build session's uv venv, made from the
 interpreter builder's host probe found for its version, installs and imports the built
-wheels and runs the recipes' Python tests against them. A session this host cannot run
-ends as a nox skip with the reason."""
+wheels and runs the recipes' Python tests against them (the venv sees the packages of that
+interpreter, as builder checked them). A session this host cannot run ends as a nox skip
+with the reason.
+
+In the list below, nox's `*` marks what a bare `nox` runs and `-` every other session
+(nox's legend calls them "skipped": they are only not selected by default; `nox -s NAME`
+runs one). "[cannot run here: …]" marks the build sessions this host cannot run."""
 
 from __future__ import annotations
 
@@ -158,6 +163,68 @@ def _test_installed(session: nox.Session, steps: list[Any], wheel_step: dict[str
             session.run("python", *argv[1:], env=env)
 
 
+_SITE_PROBE = ("import json, site, sys; print(json.dumps([sys.prefix != sys.base_prefix, "
+               "site.getsitepackages(), sysconfig.get_paths()['purelib']]))")
+
+
+_DISTS = """import importlib.metadata as m, json, sys
+out = {}
+for n in sys.argv[1:]:
+    try:
+        d = m.distribution(n)
+        out[n] = [d.version, str(d.locate_file(""))]
+    except m.PackageNotFoundError:
+        out[n] = None
+print(json.dumps(out))"""
+
+
+def _site(python: str) -> tuple[bool, list[str], str]:
+    """Whether ``python`` is a virtual environment, its site folders and its purelib."""
+    proc = subprocess.run([python, "-c", "import sysconfig; " + _SITE_PROBE],
+                          capture_output=True, text=True, check=True)
+    is_venv, dirs, purelib = json.loads(proc.stdout)
+    return bool(is_venv), [str(d) for d in dirs], str(purelib)
+
+
+def _inherit(session: nox.Session, spec: matrix.Session, recipes: set[str]) -> None:
+    """The session's venv sees the packages of the interpreter builder checked (the recipes'
+    requires.python, torch included): `--system-site-packages` alone gives the *base*
+    interpreter's, which is another set when builder's interpreter is itself a venv. A .pth
+    file adds that venv's site folders (with their own .pth files: editable installs), ahead
+    of the base's. Then every requirement must resolve to the version builder checked."""
+    info = HOST.python(spec.python)
+    assert info is not None  # else the session was skipped
+    mine = str(Path(session.bin) / "python")
+    is_venv, dirs, _ = _site(info.path)
+    _, _, session_site = _site(mine)
+    if is_venv:
+        Path(session_site, "_builder_checked_python.pth").write_text(
+            "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs))
+        session.log(f"the session sees the packages of {info.path} ({', '.join(dirs)})")
+    from packaging.requirements import Requirement
+
+    names = sorted({Requirement(t).name for r in RECIPES if r.name in recipes
+                    for t in r.requires.python})
+    if not names:
+        return
+    def versions(python: str) -> dict[str, list[str] | None]:
+        """Each requirement's installed version and folder, as ``python`` sees them."""
+        proc = subprocess.run([python, "-c", _DISTS, *names], capture_output=True, text=True,
+                              check=True)
+        found: dict[str, list[str] | None] = json.loads(proc.stdout)
+        return found
+
+    seen, checked = versions(mine), versions(info.path)
+    wrong = [f"{n}: {' in '.join(seen[n] or ['not installed'])} in the session, "
+             f"{' in '.join(checked[n] or ['not installed'])} for builder"
+             for n in names if seen[n] != checked[n]]
+    if wrong:
+        session.error(f"the session's venv does not see what builder checked in {info.path}: "
+                      + "; ".join(wrong))
+    session.log("the recipes' requirements, as builder checked them: " + ", ".join(
+        f"{n} {v[0]} ({v[1]})" for n, v in seen.items() if v))
+
+
 def _build(session: nox.Session, spec: matrix.Session) -> None:
     try:
         args = matrix.split_posargs(session.posargs, spec, SESSIONS, RECIPES,
@@ -174,6 +241,7 @@ def _build(session: nox.Session, spec: matrix.Session) -> None:
     if variants and len(skipped) == len(variants):
         reasons = "; ".join(dict.fromkeys(f"{v['recipe']}: {v['reason']}" for v in skipped))
         session.skip(f"nothing {spec.name} can build on this host: {reasons}")
+    _inherit(session, spec, {str(v["recipe"]) for v in variants if v.get("status") != "skip"})
     session.run(*BUILDER, *args.global_flags, "build", *args.recipes, "--backend", spec.backend,
                 "--python", spec.python, "--skip-unsupported", *args.flags, *args.build_flags,
                 external=True)
@@ -183,7 +251,7 @@ def _build(session: nox.Session, spec: matrix.Session) -> None:
 def _register(spec: matrix.Session) -> None:
     why = matrix.session_unavailable(spec, HOST)
     py = HOST.python(spec.python)
-    description = spec.description + (f" [skipped here: {why.reason}]" if why else "")
+    description = spec.description + (f" [cannot run here: {why.reason}]" if why else "")
 
     def run(session: nox.Session) -> None:
         if why is not None:

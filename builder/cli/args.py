@@ -202,7 +202,7 @@ def parser() -> argparse.ArgumentParser:
                         "against the budget, translation units by peak memory and time, plan "
                         "summary and cache hits — one self-contained page, no network.")
     rp.add_argument("--format", choices=("html", "json"), default="html")
-    rp.add_argument("--output", type=Path, metavar="FILE",
+    rp.add_argument("-o", "--output", type=Path, metavar="FILE",
                     help="where to write the page (default: .builder/report.html)")
     rp.add_argument("--open", action="store_true", help="open it in a browser")
 

@@ -121,10 +121,10 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         print(f"tests: {sid}: {counts.text() if counts else 'ran (no count in its output)'}")
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
-          f"{len(summary.skipped)} skipped, {len(summary.failed)} failed, "
-          f"{len(summary.aborted)} not run" +
+          f"{len(summary.failed)} failed, {len(summary.aborted)} not run" +
           (f", {len(summary.oom)} compile(s) killed out of memory" if summary.oom else "") +
-          f" — {summary.seconds:.1f}s")
+          f" — {summary.seconds:.1f}s; {_variant_results(plan, summary)}")
+    _print_outputs(plan, summary)
     if not summary.ok:
         return 1
     return 0
@@ -151,6 +151,61 @@ def _print_wheels(plan: BuildPlan) -> None:
             print(f"  fix: {w.fix}")
 
 
+def _variant_counts(plan: BuildPlan) -> str:
+    """Variants by status, in the words every build message uses (skips count variants)."""
+    n = {st: sum(1 for v in plan.variants if v.status == st)
+         for st in (BUILD, DOWNLOAD, CACHED, SKIP)}
+    parts = [f"{n[BUILD]} variant(s) to build" if n[BUILD] else "",
+             f"{n[DOWNLOAD]} to download" if n[DOWNLOAD] else "",
+             f"{n[CACHED]} up to date" if n[CACHED] else "",
+             f"{n[SKIP]} skipped" if n[SKIP] else ""]
+    return ", ".join(p for p in parts if p) or "no variants"
+
+
+def _variant_results(plan: BuildPlan, summary: Any) -> str:
+    """After the run: variants built (or downloaded), failed, up to date, skipped."""
+    bad = {f.step_id.rsplit("/", 1)[0] for f in summary.failed} | {
+        a.rsplit("/", 1)[0] for a in summary.aborted}
+    n = {"built": 0, "failed": 0, "up to date": 0, "skipped": 0}
+    for v in plan.variants:
+        word = "skipped" if v.status == SKIP else "failed" if v.id in bad else \
+            "up to date" if v.status == CACHED else "built"
+        n[word] += 1
+    return "variants: " + ", ".join(f"{k} {w}" for w, k in n.items() if k or w == "built")
+
+
+def _print_skips(plan: BuildPlan, with_tests: bool) -> None:
+    """Each variant (and test) not built here, with why and the fix."""
+    skipped = {v.id for v in plan.variants if v.status == SKIP}
+    for v in plan.variants:
+        if v.id in skipped:
+            print(f"  skipped {v.id}: {v.reason}" + (f"\n      fix: {v.fix}" if v.fix else ""))
+    if with_tests:  # tests not run here (cross-compiled, GPU-only, another Python) likewise
+        for st in plan.steps:
+            if st.kind == "test" and st.status == SKIP and st.variant not in skipped:
+                print(f"  skipped {st.id}: {st.reason}" +
+                      (f"\n      fix: {st.fix}" if st.fix else ""))
+
+
+def _print_outputs(plan: BuildPlan, summary: Any) -> None:
+    """Where each variant's results are: install tree, published kernels, wheels."""
+    failed = {f.step_id.rsplit("/", 1)[0] for f in summary.failed} | {
+        a.rsplit("/", 1)[0] for a in summary.aborted}
+    lines = []
+    for v in plan.variants:
+        if v.status == SKIP or v.id in failed:
+            continue
+        steps = [s for s in plan.steps if s.variant == v.id and s.status != SKIP]
+        kernels = [o for s in steps if s.kind == "publish-kernels" for o in s.outputs]
+        wheels = [o for s in steps if s.kind == "wheel" for o in s.outputs]
+        where = [display_path(Path(p)) for p in kernels or [v.prefix]]
+        where += [display_path(Path(w)) for w in wheels]
+        lines.append(f"  {v.id}: {', '.join(where)}")
+    if lines:
+        print("outputs:")
+        print("\n".join(lines))
+
+
 def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
              t0: float) -> tuple[Any, Any] | None:
     """Run ``plan`` with progress output and a build record; None when nothing needs
@@ -167,9 +222,7 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
         skipped = f", {sk} skipped" if sk else ""
         print(f"nothing to do: {up} variant(s) up to date{skipped} "
               f"({time.monotonic() - t0:.2f}s)")
-        for v in plan.variants:
-            if v.status == SKIP:
-                print(f"  skipped {v.id}: {v.reason}")
+        _print_skips(plan, with_tests=False)
         for n in plan.notes:
             print(f"note: {n}")
         _print_wheels(plan)
@@ -177,17 +230,10 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
     recorder = BuildRecorder(plan, ws)
     live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
     printer: Any = LinePrinter(quiet=args.quiet, verbose=args.verbose)
-    down = f"{counts[DOWNLOAD]} to download, " if counts[DOWNLOAD] else ""
-    print(f"building: {counts[BUILD]} step(s) to run, {down}{counts[CACHED]} cached, "
-          f"{counts[SKIP]} skipped — logs in {display_path(ws.logs)}")
-    skipped_variants = {v.id for v in plan.variants if v.status == SKIP}
-    for v in plan.variants:  # what will not be built here is said, with why
-        if v.id in skipped_variants:
-            print(f"  skipped {v.id}: {v.reason}")
-    for st in plan.steps:  # tests not run here (cross-compiled, GPU-only) likewise
-        if st.kind == "test" and st.status == SKIP and st.variant not in skipped_variants \
-                and not getattr(args, "no_tests", False):
-            print(f"  skipped {st.id}: {st.reason}")
+    down = f", {counts[DOWNLOAD]} to download" if counts[DOWNLOAD] else ""
+    print(f"building: {_variant_counts(plan)} ({counts[BUILD]} step(s) to run{down}, "
+          f"{counts[CACHED]} cached) — logs in {display_path(ws.logs)}")
+    _print_skips(plan, with_tests=not getattr(args, "no_tests", False))
     for n in plan.notes:
         print(f"note: {n}")
     ex = Executor(plan, ws, runner or SubprocessRunner(owner=str(ws.state)),

@@ -33,6 +33,21 @@ def cmd_validate(args: argparse.Namespace, ws: Workspace) -> int:
     for r in chosen:
         print(f"ok  {r.display}  ({r.name} {r.version}; backends: {', '.join(r.backend_names)})")
     print(f"{len(chosen)} recipe(s) valid.")
+    # what `plan` would refuse on this host, said now rather than in a later round
+    from builder import backends as registry
+
+    host = host_facts(ws, rs)
+    for r in chosen:
+        for b in r.backends:
+            be = registry.get(b.backend_kind)
+            if be.host_unavailable(host) is not None:
+                continue  # the whole backend is a skip here, with its reason, in `plan`
+            for i, arch in enumerate(b.archs):
+                bad = be.arch_unavailable(arch, host)
+                if bad is not None and r.positions is not None:
+                    loc = r.positions.location(("backends", b.name, "archs", i))
+                    print(f"note: {loc}: {bad.reason} on this host: `builder plan`/`build` "
+                          f"stop on it (fix: {bad.fix}; or --skip-unsupported)")
     return 0
 
 

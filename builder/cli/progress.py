@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from builder.execute.executor import Event
+from builder.plan.text import estimate_source
 
 __all__ = ["LinePrinter", "LiveProgress"]
 
@@ -52,6 +53,37 @@ class LinePrinter:
         sys.stdout.write(f"    {text}\n")
 
 
+def _bar(total: float, completed: float) -> Any:
+    """A progress bar on a line of its own (a bare ProgressBar ends no line: the next line
+    was drawn after it, and cut off at the terminal's width)."""
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+
+    grid = Table.grid()
+    grid.add_row(ProgressBar(total=total, completed=completed, width=60))
+    return grid
+
+
+def _predicted(step: Any) -> float:
+    """The plan's wall-time prediction of a compile step (0: none)."""
+    import json
+
+    try:
+        return float(json.loads(step.param("prediction") or "{}").get("wall", 0.0))
+    except (ValueError, TypeError, AttributeError):
+        return 0.0
+
+
+def _label(step_id: str) -> str:
+    """``libamm/cpu-release-py3.11-0123456789ab/build`` → ``libamm cpu-release-py3.11 build``:
+    the variant's key hash says nothing to a reader."""
+    recipe, vdir, name = [*step_id.split("/", 2), "", ""][:3]
+    parts = vdir.split("-")
+    if len(parts) > 1 and len(parts[-1]) == 12:
+        parts = parts[:-1]
+    return " ".join(x for x in (recipe, "-".join(parts), name) if x)
+
+
 def _mib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
 
@@ -71,7 +103,10 @@ class LiveProgress:
         self.plan = plan
         self.executor_ref = executor_ref
         self.todo = [s.id for s in plan.steps if s.status in TO_RUN]
-        self.expected = {sid: times.get(step_key(sid), 0.0) for sid in self.todo}
+        # earlier builds' step times, else the plan's compile-time prediction (a cold build)
+        self.expected = {s.id: times.get(step_key(s.id), 0.0) or _predicted(s)
+                         for s in plan.steps if s.status in TO_RUN}
+        self.from_history = any(times.get(step_key(sid)) for sid in self.todo)
         self.done: set[str] = set()
         self.cached = sum(1 for s in plan.steps if s.status not in (*TO_RUN, "skip"))
         self.current = ""
@@ -104,22 +139,24 @@ class LiveProgress:
         left = [sid for sid in self.todo if sid not in self.done]
         known = [self.expected[s] for s in left if self.expected[s]]
         if not known:
-            return "ETA unknown (first build)"
+            return "ETA unknown (no earlier build, no compile prediction)"
         secs = sum(known) - min(time.monotonic() - self.started_step,
                                 self.expected.get(self.current, 0.0))
-        return f"ETA ~{max(secs, 0):.0f}s" + ("" if len(known) == len(left) else "+")
+        more = "" if len(known) == len(left) else "+"
+        how = "" if self.from_history else " (predicted compile time; first build)"
+        return f"ETA ~{max(secs, 0):.0f}s{more}{how}"
 
     def __rich__(self) -> Any:
         from rich.console import Group
-        from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
 
         n, total = len(self.done), max(len(self.todo), 1)
         head = Text(f"{n}/{len(self.todo)} steps · {self.cached} cached · "
                     f"{time.monotonic() - self.t0:.0f}s elapsed · {self._eta()}")
-        parts: list[Any] = [head, ProgressBar(total=total, completed=n, width=60),
-                            Text(f"now: {self.current}", style="bold")]
+        parts: list[Any] = [head, _bar(total, n),
+                            Text(f"now: {_label(self.current)}", style="bold",
+                                 overflow="fold")]
         broker = getattr(self.executor_ref, "broker", None)
         if broker is not None:
             snap = broker.snapshot()
@@ -127,14 +164,14 @@ class LiveProgress:
             parts.append(Text(f"memory reserved {_mib(snap['reserved'])} of {_mib(budget)} "
                               f"budget · {len(snap['running'])} compiling, "
                               f"{snap['waiting']} waiting, {snap['done']} done"))
-            parts.append(ProgressBar(total=budget, completed=min(snap["reserved"], budget),
-                                     width=60))
+            parts.append(_bar(budget, min(snap["reserved"], budget)))
             table = Table(box=None, show_header=True, pad_edge=False)
-            table.add_column("compiling")
-            table.add_column("reserved", justify="right")
-            table.add_column("from")
-            table.add_column("for", justify="right")
+            table.add_column("compiling", overflow="fold", ratio=3)
+            table.add_column("reserved", justify="right", no_wrap=True)
+            table.add_column("estimate", overflow="fold", ratio=2)
+            table.add_column("for", justify="right", no_wrap=True)
             for j in snap["running"]:
-                table.add_row(j["file"], _mib(j["reserve"]), j["source"], f"{j['seconds']:.0f}s")
+                table.add_row(j["file"], _mib(j["reserve"]), estimate_source(j["source"]),
+                              f"{j['seconds']:.0f}s")
             parts.append(table)
         return Group(*parts)

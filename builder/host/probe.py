@@ -121,6 +121,14 @@ def _find_exe(tool: str, names: tuple[str, ...]) -> str | None:
         found = find_executable(n)
         if found:
             return found
+    if tool in ("conan", "cmake", "ninja"):
+        # installed from PyPI next to builder's interpreter (conan is a dependency of builder):
+        # found without an activated venv too, e.g. `.venv/bin/builder` or pipx
+        scripts = os.path.dirname(sys.executable)
+        for n in names:
+            found = shutil.which(n, path=scripts)
+            if found:
+                return found
     return None
 
 

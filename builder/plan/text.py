@@ -21,6 +21,23 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
+def estimate_source(source: str) -> str:
+    """A memory estimate's source in words (``learned:recipe:src/*.cpp:host`` → ``like
+    src/*.cpp so far``), for the plan and the live display."""
+    learned = source.startswith("learned:")
+    src = source.removeprefix("learned:")
+    kind, _, rest = src.partition(":")
+    if kind in ("recipe", "prior") and rest:
+        what = rest.split(":")[0]
+        what = f"files including {what}" if kind == "prior" else what
+        return f"like {what} so far" if learned else \
+            (f"typical for {what}" if kind == "prior" else "from the recipe")
+    if learned:
+        return "like this build's other files so far"
+    return {"history": "measured before", "history-file": "measured before (other flags)",
+            "recipe": "from the recipe", "default": "default guess"}.get(kind, source)
+
+
 def _status(status: str, color: bool) -> str:
     word = f"[{_MARK.get(status, status)}]"
     return f"{_COLOR[status]}{word}{_RESET}" if color and status in _COLOR else word
@@ -38,7 +55,7 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
                      f"{gib(pred.budget)} budget → predicted peak {gib(pred.peak)}, "
                      f"~{pred.parallelism:.1f} in parallel, ~{pred.wall:.0f} s")
         for h in pred.heaviest[:3]:
-            lines.append(f"          {h.file}: ~{gib(h.peak)} ({h.source})")
+            lines.append(f"          {h.file}: ~{gib(h.peak)} ({estimate_source(h.source)})")
     w = s.payload if isinstance(s.payload, WheelBuild) else None
     if w and w.wheel:
         lines.append(f"        wheel: {w.wheel}")
@@ -60,10 +77,19 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
     return lines
 
 
+def _variants(plan: BuildPlan) -> str:
+    n = {st: sum(1 for v in plan.variants if v.status == st)
+         for st in (BUILD, DOWNLOAD, CACHED, SKIP)}
+    return ", ".join(f"{n[st]} {word}" for st, word in (
+        (BUILD, "to build"), (DOWNLOAD, "to download"), (CACHED, "up to date"),
+        (SKIP, "skipped")) if n[st] or st in (BUILD, SKIP))
+
+
 def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
     counts = plan.counts()
     out = [f"host: {plan.host}",
            f"parallel jobs: {plan.jobs}, memory budget: {gib(plan.memory_budget)}",
+           f"variants: {_variants(plan)}",
            f"steps: {counts[BUILD]} to build, "
            + (f"{counts[DOWNLOAD]} to download, " if counts[DOWNLOAD] else "")
            + f"{counts[CACHED]} cached, {counts[SKIP]} skipped"]

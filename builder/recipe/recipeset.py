@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
@@ -52,25 +53,43 @@ def _looks_like_path(arg: str) -> bool:
 
 def load_all(paths: Iterable[Path]) -> list[Recipe]:
     """Load every file, collecting the problems of all of them into one error."""
-    recipes: list[Recipe] = []
-    problems: list[Diagnostic] = []
-    for p in paths:
-        try:
-            recipes.append(load_recipe(p))
-        except RecipeError as exc:
-            problems.extend(exc.diagnostics)
+    recipes, problems, _ = _load_each(paths)
     if problems:
         raise RecipeError(problems)
     return recipes
 
 
+def _load_each(paths: Iterable[Path]) -> tuple[list[Recipe], list[Diagnostic], set[str]]:
+    """The recipes that load, the problems of those that do not, and the package names those
+    declare (as far as they can be read), so that the set's checks run on the rest."""
+    recipes: list[Recipe] = []
+    problems: list[Diagnostic] = []
+    names: set[str] = set()
+    for p in paths:
+        try:
+            recipes.append(load_recipe(p))
+        except RecipeError as exc:
+            problems.extend(exc.diagnostics)
+            try:
+                data, _ = load_text(read_text(p, str(p))[0], str(p))
+                name = data.get("package", {}).get("name") if isinstance(data, dict) else None
+                if isinstance(name, str):
+                    names.add(name)
+            except (RecipeError, AttributeError):
+                pass
+    return recipes, problems, names
+
+
 class RecipeSet:
     """The recipes of a project plus any named by path, checked together."""
 
-    def __init__(self, recipes: list[Recipe]) -> None:
+    def __init__(self, recipes: list[Recipe], problems: Iterable[Diagnostic] = (),
+                 unloaded: Iterable[str] = ()) -> None:
+        """``problems``: those of files that did not load (reported together with the set's
+        own); ``unloaded``: their package names (not "unknown" to a requirement)."""
         self.recipes = recipes
         self.by_name: dict[str, Recipe] = {}
-        problems = check_set(recipes)
+        problems = [*problems, *check_set(recipes, set(unloaded))]
         if problems:
             raise RecipeError(problems)
         for r in recipes:
@@ -85,7 +104,8 @@ class RecipeSet:
             if rp not in seen:
                 seen.add(rp)
                 paths.append(p)
-        return RecipeSet(load_all(paths))
+        recipes, problems, unloaded = _load_each(paths)
+        return RecipeSet(recipes, problems, unloaded)
 
     def select(self, args: Iterable[str], recipes_dir: Path) -> list[Recipe]:
         """Recipes named by ``args`` (names or paths)."""
@@ -134,7 +154,8 @@ def _loc(r: Recipe, path: tuple[str | int, ...]) -> tuple[Location, str]:
     return loc, r.positions.line_text(loc.line)
 
 
-def check_set(recipes: list[Recipe]) -> list[Diagnostic]:
+def check_set(recipes: list[Recipe], unloaded: AbstractSet[str] = frozenset()
+              ) -> list[Diagnostic]:
     problems: list[Diagnostic] = []
     by_name: dict[str, Recipe] = {}
     for r in recipes:
@@ -150,6 +171,8 @@ def check_set(recipes: list[Recipe]) -> list[Diagnostic]:
         for i, req in enumerate(r.requires.recipes):
             loc, line = _loc(r, ("requires", "recipes", i))
             other = by_name.get(req.name)
+            if other is None and req.name in unloaded:
+                continue  # its file has errors of its own, reported with these
             if other is None:
                 import difflib
 

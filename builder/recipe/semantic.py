@@ -90,18 +90,19 @@ def _check_option(name: str, spec: dict[str, Any], d: Diags) -> None:
 
 def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_root: Path) -> None:
     """Every rule the schema cannot say, each problem added to ``d`` (nothing raised)."""
-    version = data["package"]["version"]
+    version = (data.get("package") or {}).get("version")
     try:
-        Version(version)
+        if isinstance(version, str):  # else a schema error says so
+            Version(version)
     except InvalidVersion:
         d.add(("package", "version"), f"'{version}' is not a valid version",
               "use a PEP 440 version such as \"1.2.0\"")
-    options = data.get("options", {})
+    options = data.get("options") or {}
     for name, spec in options.items():
         _check_option(name, spec, d)
     opt_names = set(options)
     system = (data.get("build") or {}).get("system", "cmake")
-    for bname, spec in data["backends"].items():
+    for bname, spec in (data.get("backends") or {}).items():
         _check_backend(bname, spec, system, opt_names, d)
     for k, v in (data.get("defines") or {}).items():
         if isinstance(v, str):
@@ -180,7 +181,7 @@ def _check_backend(bname: str, spec: dict[str, Any], system: str, opt_names: set
 def _check_requires(data: dict[str, Any], options: dict[str, Any], d: Diags) -> None:
     """Version specifiers of required recipes, ``when`` conditions of system packages,
     ``archs_option`` types and PEP 508 Python requirements."""
-    backends = data["backends"]
+    backends = data.get("backends") or {}
     req = data.get("requires") or {}
     for i, r in enumerate(req.get("recipes") or ()):
         if "version" in r:
@@ -210,7 +211,7 @@ def _check_requires(data: dict[str, Any], options: dict[str, Any], d: Diags) -> 
 
 
 def _check_tests(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
-    backends = data["backends"]
+    backends = data.get("backends") or {}
     for i, t in enumerate(data.get("test") or ()):
         for b in t.get("backends") or ():
             if b not in backends:
@@ -256,7 +257,7 @@ def _check_switches(data: dict[str, Any], options: dict[str, Any], d: Diags) -> 
 
 
 def _check_kernels(data: dict[str, Any], system: str, d: Diags) -> None:
-    backends = data["backends"]
+    backends = data.get("backends") or {}
     builtin = backend_registry.names()
     kernels = data.get("kernels") or {}
     if system == "kernels" and not kernels:

@@ -10,6 +10,7 @@ reported at once.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -345,6 +346,16 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str) -
         _schema_diag(err, d)
     if not d.items:
         check_semantics(data, d, file.resolve().parent, project_root_of(file))
+    else:
+        # the semantic checks too, in the same round, on what the schema errors leave
+        # readable: a part they cannot read is skipped, and a finding inside a part the
+        # schema already rejected is left out (it would say the same thing twice)
+        bad = [x.path for x in d.items]
+        sem = Diags(pos)
+        with contextlib.suppress(KeyError, TypeError, AttributeError, ValueError, IndexError):
+            check_semantics(data, sem, file.resolve().parent, project_root_of(file))
+        d.items += [x for x in sem.items if not any(
+            not b or x.path == b or x.path.startswith((b + ".", b + "[")) for b in bad)]
     if d.items:
         d.items.sort(key=lambda x: (x.location.line, x.location.col))
         raise RecipeError(d.items)

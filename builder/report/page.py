@@ -18,7 +18,7 @@ from builder.workspace.paths import Workspace
 
 __all__ = ["CSS", "load", "render_html", "svg_memory", "svg_timeline", "tu_table", "write"]
 
-W, LANE, PAD = 1150, 22, 240
+LANE = 22  # px per timeline row
 
 
 def load(ws: Workspace) -> dict[str, Any]:
@@ -73,61 +73,129 @@ def _mib(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
-def svg_timeline(data: dict[str, Any]) -> str:
-    jobs = sorted(data.get("compile_jobs", []), key=lambda j: j["t_start"])
-    steps = [s for s in data.get("steps", []) if "start" in s and "end" in s]
+def _label(step_id: str) -> str:
+    """``lib/cpu-release-py3.11-0123456789ab/test:py`` → ``lib cpu-release-py3.11 test:py``."""
+    recipe, vdir, name = [*step_id.split("/", 2), "", ""][:3]
+    parts = vdir.split("-")
+    if len(parts) > 1 and len(parts[-1]) == 12:
+        parts = parts[:-1]
+    return " ".join(x for x in (recipe, "-".join(parts), name) if x)
+
+
+def _span(data: dict[str, Any]) -> tuple[float, float]:
+    jobs = data.get("compile_jobs", [])
     t0 = float(data["started"])
     t1 = max([float(data["ended"]), *(float(j["t_end"]) for j in jobs)])
-    span = max(t1 - t0, 1e-3)
+    return t0, max(t1 - t0, 1e-3)
+
+
+def _pct(t: float, t0: float, span: float) -> float:
+    return 100.0 * (t - t0) / span
+
+
+def _seconds(t: float) -> str:
+    if t < 120:
+        return f"{t:.0f} s"
+    return f"{t / 60:.0f} min" if t % 60 == 0 else f"{t / 60:.1f} min"
+
+
+def _tick_step(span: float) -> int:
+    """Seconds between time-axis ticks: a round step giving at most 8 intervals."""
+    return next((s for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200)
+                 if span / s <= 8), 14400)
+
+
+def _axis(span: float) -> str:
+    """The time axis under a chart: ticks at a round step, placed in % of its width (the
+    charts stretch with the page), the last one kept inside the chart."""
+    step = _tick_step(span)
+    ticks = [i * step for i in range(int(span / step) + 1)]
+    out = []
+    for i, t in enumerate(ticks):
+        left = 100.0 * t / span
+        shift = "0" if i == 0 else "-100%" if left > 92 else "-50%"
+        out.append(f'<span class="tick" style="left:{left:.2f}%;transform:translateX({shift})">'
+                   f"{_seconds(t)}</span>")
+    return f'<div class="axis">{"".join(out)}</div>'
+
+
+def _grid(span: float, height: int) -> str:
+    """Vertical lines at the axis' ticks, in the chart's 0..1000 viewBox."""
+    xs = [1000.0 * t / span for t in range(0, int(span) + 1, _tick_step(span))]
+    return "".join(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{height}"/>'
+                   for x in xs)
+
+
+def _label_width(data: dict[str, Any]) -> int:
+    """Characters of the widest label of either chart: both label columns get this width
+    (monospace), so the two charts' time axes line up."""
+    steps = [s for s in data.get("steps", []) if "start" in s and "end" in s]
+    return max([len(_label(s["id"])) for s in steps] +
+               [len(f"budget {_mib(float(data.get('budget') or 1))}"), len("slot 99")])
+
+
+def svg_timeline(data: dict[str, Any]) -> str:
+    """Compile jobs per slot, then the steps: labels in an HTML column (never cut), bars in
+    an SVG that stretches to the page's width (a 0..1000 viewBox), a time axis below."""
+    jobs = sorted(data.get("compile_jobs", []), key=lambda j: j["t_start"])
+    steps = [s for s in data.get("steps", []) if "start" in s and "end" in s]
+    t0, span = _span(data)
+
     def x(t: float) -> float:
-        return PAD + (W - PAD - 10) * (t - t0) / span
+        return 10 * _pct(t, t0, span)
 
     lanes = _lanes(jobs)
     n_lanes = max(lanes, default=-1) + 1
-    h = 30 + LANE * (n_lanes + len(steps)) + 20
-    out = [f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}">']
-    for i in range(n_lanes):
-        out.append(f'<text x="4" y="{30 + LANE * i + 15}" class="lbl">slot {i + 1}</text>')
+    h = LANE * (n_lanes + len(steps)) + (8 if n_lanes and steps else 0)
+    labels = [f'<div class="lbl">slot {i + 1}</div>' for i in range(n_lanes)]
+    if n_lanes and steps:
+        labels.append('<div class="gap"></div>')
+    bars = [f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1000 {h}" '
+            f'preserveAspectRatio="none" style="height:{h}px">', _grid(span, h)]
+    marks = []
     for j, lane in zip(jobs, lanes, strict=True):
         cls = "job" + (" oom" if j.get("oom") else "") + (" lowmem" if j.get("lowmem") else "")
-        y = 30 + LANE * lane
+        y = LANE * lane
         wid = max(x(j["t_end"]) - x(j["t_start"]), 1.5)
         tip = (f"{j['file']}: {j['t_end'] - j['t_start']:.1f} s, peak {_mib(j.get('peak') or 0)}"
                f", estimate {_mib(j.get('estimate') or 0)} ({j.get('source', '')})")
-        out.append(f'<rect class="{cls}" x="{x(j["t_start"]):.1f}" y="{y}" width="{wid:.1f}" '
-                   f'height="{LANE - 4}"><title>{html.escape(tip)}</title></rect>')
+        bars.append(f'<rect class="{cls}" x="{x(j["t_start"]):.1f}" y="{y}" width="{wid:.1f}" '
+                    f'height="{LANE - 4}"><title>{html.escape(tip)}</title></rect>')
         if j.get("oom"):
-            out.append(f'<text class="oom-mark" x="{x(j["t_end"]) + 2:.1f}" y="{y + 14}">'
-                       f'OOM → retry</text>')
-    base = 30 + LANE * n_lanes + 10
+            left = _pct(j["t_end"], t0, span)
+            shift = "translateX(-100%)" if left > 80 else "translateX(2px)"
+            marks.append(f'<span class="oom-mark" style="left:{left:.2f}%;top:{y}px;'
+                         f'transform:{shift}">OOM → retry</span>')
+    base = LANE * n_lanes + (8 if n_lanes and steps else 0)
     for i, s in enumerate(steps):
         y = base + LANE * i
-        recipe, _, rest = s["id"].partition("/")
-        label = f"{recipe}/{rest.partition('/')[2]}"[-34:]
-        out.append(f'<text x="4" y="{y + 15}" class="lbl">{html.escape(label)}</text>')
-        out.append(f'<rect class="step {s.get("status", "")}" x="{x(s["start"]):.1f}" y="{y}" '
-                   f'width="{max(x(s["end"]) - x(s["start"]), 1.5):.1f}" height="{LANE - 6}">'
-                   f'<title>{html.escape(s["id"])}: {s.get("seconds", 0):.1f} s</title></rect>')
-    out.append("</svg>")
-    return "\n".join(out)
+        labels.append(f'<div class="lbl" title="{html.escape(s["id"])}">'
+                      f'{html.escape(_label(s["id"]))}</div>')
+        bars.append(f'<rect class="step {s.get("status", "")}" x="{x(s["start"]):.1f}" y="{y}" '
+                    f'width="{max(x(s["end"]) - x(s["start"]), 1.5):.1f}" height="{LANE - 6}">'
+                    f'<title>{html.escape(s["id"])}: {s.get("seconds", 0):.1f} s</title></rect>')
+    bars.append("</svg>")
+    return (f'<div class="chart"><div class="labels" style="width:{_label_width(data)}ch">'
+            f'{"".join(labels)}</div>'
+            f'<div class="plot">{"".join(bars)}{"".join(marks)}{_axis(span)}</div></div>')
 
 
 def svg_memory(data: dict[str, Any]) -> str:
+    """Memory in use (a step function) against the budget line, same time axis."""
     jobs = data.get("compile_jobs", [])
     budget = float(data.get("budget") or 1)
-    t0 = float(data["started"])
-    t1 = max([float(data["ended"]), *(float(j["t_end"]) for j in jobs)])
-    span = max(t1 - t0, 1e-3)
-    edges = sorted({t0, t1, *(j["t_start"] for j in jobs), *(j["t_end"] for j in jobs)})
+    t0, span = _span(data)
+    edges = sorted({t0, t0 + span, *(j["t_start"] for j in jobs), *(j["t_end"] for j in jobs)})
     used = [sum(int(j.get("peak") or j.get("estimate") or 0) for j in jobs
                 if j["t_start"] <= t < j["t_end"]) for t in edges]
     top = max([budget * 1.1, *used]) or 1.0
-    h = 220
+    h = 200
+
     def x(t: float) -> float:
-        return PAD + (W - PAD - 10) * (t - t0) / span
+        return 10 * _pct(t, t0, span)
 
     def y(m: float) -> float:
-        return h - 20 - (h - 40) * m / top
+        return h - 4 - (h - 12) * m / top
 
     pts: list[str] = []
     level = y(0)
@@ -135,28 +203,57 @@ def svg_memory(data: dict[str, Any]) -> str:
         pts.append(f"{x(t):.1f},{level:.1f}")
         level = y(m)
         pts.append(f"{x(t):.1f},{level:.1f}")
-    out = [f'<svg id="memory" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}">',
+    out = [f'<svg id="memory" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1000 {h}" '
+           f'preserveAspectRatio="none" style="height:{h}px">', _grid(span, h),
            f'<polyline class="mem" points="{" ".join(pts)}"/>',
-           f'<line class="budget" x1="{PAD}" x2="{W - 10}" y1="{y(budget):.1f}" '
-           f'y2="{y(budget):.1f}"/>',
-           f'<text class="lbl" x="4" y="{y(budget) + 4:.1f}">budget {_mib(budget)}</text>',
-           f'<text class="lbl" x="4" y="{y(0):.1f}">0</text>']
+           f'<line class="budget" x1="0" x2="1000" y1="{y(budget):.1f}" y2="{y(budget):.1f}"/>']
     for j in jobs:
         if j.get("oom"):
-            out.append(f'<circle class="oom-mark" cx="{x(j["t_end"]):.1f}" cy="{y(budget):.1f}" '
-                       f'r="5"><title>{html.escape(j["file"])} OOM-killed</title></circle>')
+            out.append(f'<line class="oom-mark" x1="{x(j["t_end"]):.1f}" x2="{x(j["t_end"]):.1f}" '
+                       f'y1="{y(budget):.1f}" y2="{y(budget):.1f}"><title>'
+                       f'{html.escape(j["file"])} OOM-killed</title></line>')
     out.append("</svg>")
-    return "\n".join(out)
+    labels = (f'<div class="labels ylab" style="height:{h}px;width:{_label_width(data)}ch">'
+              f'<div class="lbl" style="top:{y(budget) - 11:.0f}px">budget {_mib(budget)}</div>'
+              f'<div class="lbl" style="top:{y(0) - 16:.0f}px">0</div></div>')
+    return (f'<div class="chart">{labels}<div class="plot">{"".join(out)}{_axis(span)}'
+            f'</div></div>')
 
 
 CSS = """body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:20px} h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse} td,th{padding:3px 10px;border-bottom:1px solid #ddd;
 text-align:right} td:first-child,th:first-child{text-align:left}
-.lbl{font:11px monospace;fill:#555} .job{fill:#4c78a8} .job.lowmem{fill:#f58518}
+td{overflow-wrap:anywhere}
+.chart{display:grid;grid-template-columns:max-content minmax(0,1fr);column-gap:10px}
+.labels{font:12px monospace} .ylab{position:relative} .ylab .lbl{position:absolute;right:0}
+.lbl{font:12px monospace;color:#444;height:22px;line-height:22px;white-space:nowrap}
+.gap{height:8px}
+.plot{position:relative;min-width:0} .plot svg{display:block;width:100%}
+.axis{position:relative;height:20px;border-top:1px solid #999;font:12px sans-serif;color:#444}
+.tick{position:absolute;top:3px;white-space:nowrap}
+.grid{stroke:#e3e3e3;stroke-width:1;vector-effect:non-scaling-stroke}
+.job{fill:#4c78a8} .job.lowmem{fill:#f58518}
 .job.oom{fill:#e45756} .step{fill:#9ecae9} .step.failed{fill:#e45756}
-.mem{fill:none;stroke:#4c78a8;stroke-width:2} .budget{stroke:#e45756;stroke-dasharray:6 4}
-.oom-mark{fill:#e45756;font:11px sans-serif} .ok{color:#2a7} .bad{color:#c33}"""
+.mem{fill:none;stroke:#4c78a8;stroke-width:2;vector-effect:non-scaling-stroke}
+.budget{stroke:#e45756;stroke-width:1.5;stroke-dasharray:6 4;vector-effect:non-scaling-stroke}
+line.oom-mark{stroke:#e45756;stroke-width:10;stroke-linecap:round;
+vector-effect:non-scaling-stroke}
+span.oom-mark{position:absolute;color:#e45756;font:11px sans-serif;white-space:nowrap}
+.ok{color:#2a7} .bad{color:#c33}"""
+
+
+def _outcome(v: dict[str, Any], data: dict[str, Any]) -> str:
+    """What became of a variant in this build (the plan said build, cached, skip…)."""
+    if v["status"] == "skip":
+        return "skipped"
+    mine = [s for s in data.get("steps", []) if s["id"].startswith(v["id"] + "/")]
+    if any(s.get("status") == "failed" for s in mine):
+        return "failed"
+    if any(s.get("status") in ("aborted", "pending", "running") for s in mine):
+        return "not finished"
+    words = {"cached": "up to date", "download": "downloaded", "build": "built"}
+    return words.get(str(v["status"]), str(v["status"]))
 
 
 def render_html(data: dict[str, Any]) -> str:
@@ -169,13 +266,14 @@ def render_html(data: dict[str, Any]) -> str:
         f"<td>{r['percent']}%</td><td>{'OOM ' if r['oom'] else ''}"
         f"{'low-mem' if r['lowmem'] else ''}</td></tr>" for r in data["tu_table"])
     variants = "\n".join(
-        f"<tr><td>{html.escape(v['id'])}</td><td>{v['status']}</td>"
+        f"<tr><td>{html.escape(v['id'])}</td><td>{_outcome(v, data)}</td>"
         f"<td>{html.escape(v.get('reason', ''))}</td></tr>" for v in data["variants"])
     status = "failed" if s["failed"] else "succeeded"
     return f"""<!doctype html><html><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>builder report</title><style>{CSS}</style></head><body>
 <h1>Build {status} in {dur:.1f} s</h1>
-<p>{html.escape(data['host'])} · memory budget {_mib(data['budget'])} ·
+<p>{html.escape(data['host'])} ·
 {s['done']} steps run, {s['cached']} cached (cache hit rate {data['cache_hit_rate']:.0%}),
 {s['skipped']} skipped, <span class="{'bad' if s['failed'] else 'ok'}">{s['failed']} failed</span>,
 {s['aborted']} not run · {len(data.get('compile_jobs', []))} compile jobs</p>
@@ -187,7 +285,7 @@ def render_html(data: dict[str, Any]) -> str:
 <table><tr><th>file</th><th>count</th><th>peak</th><th>estimate</th><th>from</th>
 <th>min s</th><th>max s</th><th>avg s</th><th>total s</th><th>%</th><th></th></tr>
 {rows}</table>
-<h2>Plan</h2><table><tr><th>variant</th><th>status</th><th>note</th></tr>{variants}</table>
+<h2>Variants</h2><table><tr><th>variant</th><th>outcome</th><th>note</th></tr>{variants}</table>
 </body></html>
 """
 

@@ -7,6 +7,7 @@ the machine: every fact comes from :class:`~builder.host.facts.HostFacts`.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from packaging.requirements import Requirement
@@ -23,10 +24,11 @@ from builder.resolve.request import Request
 from builder.resolve.system import (
     conan_problem,
     cross_problem,
-    install_command,
     missing_system,
+    packages_for,
     qualified,
 )
+from builder.resolve.system import table as system_table
 
 __all__ = ["ArchChoice", "Problem", "arch_choice", "no_value", "platform_problems",
            "python_problem", "pythons_for", "requirement_problems", "tool_problem",
@@ -63,8 +65,13 @@ def no_value(recipe: Recipe, name: str) -> RecipeError:
 
 def tool_problem(tool: str, spec: str, host: HostFacts) -> Problem | None:
     info = host.tool(tool)
+    # cmake, ninja and conan are on PyPI: pip puts them next to the interpreter, on PATH in
+    # an activated virtual environment
+    pip = f"python3 -m pip install '{tool}{spec}'" if tool in ("cmake", "ninja", "conan") \
+        else ""
     if info is None:
-        return f"{tool} not found", TOOL_FIXES.get(tool, f"install {tool} and put it on PATH")
+        return f"{tool} not found", pip or TOOL_FIXES.get(tool,
+                                                          f"install {tool} and put it on PATH")
     if spec:
         try:
             ok = Version(info.version) in SpecifierSet(spec)
@@ -74,31 +81,69 @@ def tool_problem(tool: str, spec: str, host: HostFacts) -> Problem | None:
             return (f"{tool}: '{spec}' is not a valid version specifier",
                     "give the option a version such as 12.4, or a specifier such as >=12.0")
         if not ok:
-            return (f"{tool} {info.version} does not satisfy {spec}",
-                    f"install a {tool} matching {spec}")
+            return (f"{tool} {info.version} ({info.path}) does not satisfy {spec}",
+                    pip or f"install a {tool} matching {spec}")
     return None
 
 
 def python_problem(recipe: Recipe, py: str, host: HostFacts) -> Problem | None:
+    """What Python {py} lacks of the recipe's requires.python, all of it at once, with one
+    fix that installs exactly that."""
     info = host.python(py)
     if info is None:
         return (f"no Python {py} interpreter found",
                 f"install it (e.g. `pyenv install {py}`) or drop {py} from the request")
+    missing: list[str] = []
+    wrong: list[str] = []
+    to_install: list[str] = []
+    torch = ""
+    where = f"for Python {py} ({info.path})"
     for text in recipe.requires.python:
         req = Requirement(text)
         have = info.package(req.name)
-        cmd = f"{info.path} -m pip install '{text}'"
-        if req.name.lower() == "torch":
-            cmd = f"{info.path} -m pip install torch==2.13.0  # the CPU build"
         if have is None:
-            return f"{req.name} is not installed for Python {py} ({info.path})", cmd
-        local = Version(have).local or ""
-        if req.name.lower() == "torch" and local.startswith("cu") and host.tool("nvcc") is None:
-            return (f"torch {have} for Python {py} ({info.path}) is a CUDA build, and this host "
-                    f"has no CUDA toolkit for its CMake config to find", cmd)
-        if not req.specifier.contains(Version(have).public, prereleases=True):
-            return (f"{req.name} {have} for Python {py} does not satisfy '{text}'", cmd)
-    return None
+            missing.append(req.name)
+        else:
+            local = Version(have).local or ""
+            if req.name.lower() == "torch" and local.startswith("cu") and \
+                    host.tool("nvcc") is None:
+                wrong.append(f"torch {have} {where} is a CUDA build, and this host has no CUDA "
+                             f"toolkit for its CMake config to find")
+                torch = f"torch=={Version(have).public}+cpu"  # satisfied by the CUDA one
+                continue
+            if req.specifier.contains(Version(have).public, prereleases=True):
+                continue
+            wrong.append(f"{req.name} {have} {where} does not satisfy '{text}'")
+        if req.name.lower() == "torch":
+            torch = text
+        else:
+            to_install.append(text)
+    if not missing and not wrong:
+        return None
+    verb = "is" if len(missing) == 1 else "are"
+    reason = "; ".join([*([f"{', '.join(missing)} {verb} not installed {where}"]
+                          if missing else []), *wrong])
+    return reason, _python_fix(recipe, py, host, info.path, to_install, torch)
+
+
+def _python_fix(recipe: Recipe, py: str, host: HostFacts, exe: str, to_install: list[str],
+                torch: str) -> str:
+    """One fix line: pip for what is missing (torch from PyTorch's CPU index: PyPI's Linux
+    wheel is the several-GB CUDA build), or an interpreter here that has it all."""
+    fixes = [f"{exe} -m pip install {' '.join(shlex.quote(t) for t in to_install)}"] \
+        if to_install else []
+    if torch:
+        fixes.append(f"{exe} -m pip install {shlex.quote(torch)} --index-url "
+                     "https://download.pytorch.org/whl/cpu")
+    fix = " && ".join(fixes)
+    others = [p for p in host.pythons if p.version != py and all(
+        p.package(r.name) and r.specifier.contains(Version(p.package(r.name) or "0").public,
+                                                   prereleases=True)
+        for r in map(Requirement, recipe.requires.python))]
+    if others:  # interpreters here that have everything: the fix that needs no download
+        fix = " or ".join(f"--python {p.version} ({p.path} has them)" for p in others) + \
+            f"; or {fix}"
+    return fix
 
 
 def torch_backend_problem(recipe: Recipe, be: Backend, py: str, host: HostFacts
@@ -255,31 +300,33 @@ def requirement_problems(recipe: Recipe, spec: BackendSpec, host: HostFacts,
             f"library, while the system packages' C++ libraries ({', '.join(from_system)}) "
             "use the system's libstdc++.so; two copies in one process crash (iostreams)",
             "build with the distribution's compiler, e.g. CXX=/usr/bin/g++ CC=/usr/bin/gcc"))
-    wanted_system = [p for sreq in recipe.requires.system for p in sreq.packages
-                     if _enabled(sreq.when, options)]
+    active_system = [sreq for sreq in recipe.requires.system if _enabled(sreq.when, options)]
+    wanted_system = [p for sreq in active_system for p in sreq.packages]
     system_refs = [c for c in recipe.requires.conan if c.provider == "system"]
-    if platform and platform.cross and (system_refs or wanted_system):
-        # the target architecture's libraries, every missing one named in one fix
-        xp = cross_problem(system_refs, wanted_system, host, multiarch, spec.target) \
-            if multiarch else (f"{backend}: this host has no system packages for "
-                               f"{spec.target}", "use `provider: remote` for the Conan "
-                               f"requirements, or build on a {spec.target} host")
+    cross = bool(platform and platform.cross)
+    if cross and (system_refs or wanted_system) and not multiarch:
+        problems.append((f"{backend}: this host has no system packages for {spec.target}",
+                         "use `provider: remote` for the Conan requirements, or build on a "
+                         f"{spec.target} host"))
+    elif system_refs or wanted_system:
+        # every missing package (the target architecture's when cross compiling) named
+        # in one problem whose fix installs all of them
+        whys = [sreq.why for sreq in active_system if sreq.why and missing_system(
+            [qualified(p, multiarch) for p in sreq.packages], host)]
+        xp = cross_problem(system_refs, wanted_system, host, multiarch,
+                           spec.target if cross else "", whys)
         if xp:
             problems.append(xp)
     for creq in recipe.requires.conan:
-        cp = (conan_problem(creq, host, multiarch) if creq.provider == "system" else None
-              if request.conan_remote else
-              (f"{creq.ref} comes from a Conan remote and none was given",
-               "pass --conan-remote NAME (a remote configured in the project's Conan home)"))
+        if creq.provider == "system":
+            entry = system_table().get(creq.name)
+            if entry and missing_system(packages_for(entry, multiarch), host):
+                continue  # named above
+            cp = conan_problem(creq, host, multiarch)
+        else:
+            cp = None if request.conan_remote else (
+                f"{creq.ref} comes from a Conan remote and none was given",
+                "pass --conan-remote NAME (a remote configured in the project's Conan home)")
         if cp:
             problems.append(cp)
-    for sreq in recipe.requires.system:
-        if not _enabled(sreq.when, options):
-            continue
-        pkgs = [qualified(p, multiarch) for p in sreq.packages]
-        missing = missing_system(pkgs, host)
-        if missing:
-            why = f" ({sreq.why})" if sreq.why else ""
-            problems.append((f"system package(s) {', '.join(missing)} not installed{why}",
-                             install_command(pkgs, multiarch)))
     return problems

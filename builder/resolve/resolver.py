@@ -95,6 +95,9 @@ class _Feasibility:
     archs: checks.ArchChoice
     compiler_cache: str
     python: str  # the interpreter the build uses ("" when none)
+    #: the first problem rules the variant out on this host whatever else is installed
+    #: (the rest would be noise); otherwise every problem is said at once
+    hard: bool = False
 
 
 class _Resolution:
@@ -137,23 +140,32 @@ class _Resolution:
                options: dict[str, OptionValue], python: str) -> _Feasibility:
         host, request = self.host, self.request
         platform, problems = checks.platform_problems(spec, be, host)
+        hard = bool(problems)  # not buildable on this host: what else is missing is noise
         problems += [p for p in checks.tool_problems(recipe, spec, be, host, options)
                      if p not in problems]
         archs = checks.arch_choice(recipe, spec, be, host, options, request)
         self.arch_errors.extend(archs.errors)
+        if archs.skipped:  # said by plan and build (a CMake build would just lack them)
+            self.notes.extend(n for n in (
+                f"{recipe.name} {spec.name}: left out by --skip-unsupported: {why} (fix: {fx})"
+                for _, why, fx in archs.skipped) if n not in self.notes)
         compiler_cache = request.compiler_cache or recipe.compiler_cache or "none"
         problems += checks.requirement_problems(recipe, spec, host, options, request,
                                                 platform, compiler_cache)
         if recipe.enabled_by and options.get(recipe.enabled_by) is False:
             problems.insert(0, (f"disabled: option {recipe.enabled_by} is false",
                                 f"-o {recipe.name}:{recipe.enabled_by}=true to build it"))
+            hard = True
         wanted = checks.pythons_for(recipe, request, host)
         if not wanted and request.pythons and request.pythons != ("all",):
             problems.append((f"Python {', '.join(request.pythons)} is not among the versions "
                              f"{recipe.name} supports ({', '.join(recipe.python.versions)})",
                              "ask for a supported version with --python"))
         builds_with_python = recipe.build_system == "python"  # the interpreter runs the build
-        py_for_build = python or ((wanted or [host.default_python])[0]
+        # a Python-independent build (abi: none) uses the default interpreter when the recipe
+        # supports it, so that `plan --all` and `plan NAME` agree on its variant
+        py_for_build = python or ((host.default_python if host.default_python in wanted else
+                                   (wanted or [host.default_python])[0])
                                   if recipe.python.versions or recipe.requires.python or
                                   builds_with_python else "")
         if py_for_build and (recipe.requires.python or python or builds_with_python):
@@ -161,7 +173,7 @@ class _Resolution:
                 checks.torch_backend_problem(recipe, be, py_for_build, host)
             if p:
                 problems.append(p)
-        return _Feasibility(platform, problems, archs, compiler_cache, py_for_build)
+        return _Feasibility(platform, problems, archs, compiler_cache, py_for_build, hard=hard)
 
     def _dependencies(self, recipe: Recipe, spec: BackendSpec, build_type: str, python: str,
                       problems: list[checks.Problem]) -> list[Variant]:
@@ -215,7 +227,12 @@ class _Resolution:
         prefix = self.ws.install_dir(recipe.name, vdir)
         status, reason, fix = BUILD, "", ""
         if found.problems:
-            status, reason, fix = SKIP, found.problems[0][0], found.problems[0][1]
+            # everything that is missing at once (one fix line for all of it), unless the
+            # first problem rules the variant out on this host whatever else is installed
+            shown = found.problems[:1] if found.hard else found.problems
+            status = SKIP
+            reason = "; ".join(dict.fromkeys(p[0] for p in shown))
+            fix = "; ".join(dict.fromkeys(p[1] for p in shown if p[1]))
         elif recipe.build_system in INSTALLS and key in self.state.installed:
             status, reason = CACHED, f"up to date: {prefix}"
         return Variant(
@@ -229,6 +246,8 @@ class _Resolution:
     def _context(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
                  deps: list[Variant]) -> VariantContext:
         state, request = self.state, self.request
+        test_pythons = tuple(checks.pythons_for(k.recipe, request, self.host)) \
+            if not k.python else (k.python,)
         return VariantContext(
             recipe=k.recipe, variant=variant, host=self.host, ws=self.ws, jobs=self.jobs,
             options=k.options, python=k.py_info,
@@ -240,9 +259,12 @@ class _Resolution:
             env=dict(request.env), run_tests=request.run_tests,
             conan_remote=request.conan_remote, compiler_cache=found.compiler_cache,
             cache_remote=request.cache_remote,
-            test_pythons=tuple(checks.pythons_for(k.recipe, request, self.host))
-            if not k.python else (k.python,), platform=found.platform,
-            source_digests=dict(state.source_digests))
+            test_pythons=test_pythons, platform=found.platform,
+            source_digests=dict(state.source_digests),
+            test_python_problems=tuple(
+                (p, *problem) for p in test_pythons if p != found.python
+                and k.recipe.requires.python
+                for problem in [checks.python_problem(k.recipe, p, self.host)] if problem))
 
     def _steps(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
                deps: list[Variant]) -> tuple[Variant, list[Step]]:
@@ -272,9 +294,13 @@ class _Resolution:
         order_index = {v.id: i for i, v in enumerate(ordered)}
         self.steps.sort(key=lambda s: order_index[s.variant])
         host, budget = self.host, self.budget
+        # the budget says where it comes from; the host facts say where they come from
+        mem_desc = f"{budget / 2**30:.1f} GiB budget (" + (
+            "--memory-budget" if self.request.memory_budget else
+            f"{host.memory.usable() / 2**30:.1f} GiB available less a reserve") + ")"
         return BuildPlan(variants=tuple(ordered), steps=tuple(self.steps),
-                         host=f"{host.os}-{host.arch}, {host.cpus} CPUs, "
-                              f"{budget / 2**30:.1f} GiB budget ({host.source})",
+                         host=f"{host.os}-{host.arch}, {host.cpus} CPUs ({host.source}), "
+                              f"{mem_desc}",
                          cpus=host.cpus, memory_budget=budget, jobs=self.jobs,
                          notes=tuple(self.notes + list(self.state.notes)))
 

@@ -72,6 +72,8 @@ class VariantContext:
     compiler_cache: str = "none"
     cache_remote: str = ""
     platform: Platform | None = None  # the backend's target platform (None: the host's)
+    #: (Python version, reason, fix) for test Pythons that lack the recipe's requires.python
+    test_python_problems: tuple[tuple[str, str, str], ...] = ()
     #: path source → its content digest (a patched path source is copied under that key)
     source_digests: dict[str, str] = field(default_factory=dict)
 
@@ -182,6 +184,11 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str
             elif st == BUILD and not ctx.run_tests:
                 st, rs, fx = SKIP, "tests not requested (--no-tests)", "drop --no-tests"
                 optional = True
+            elif st == BUILD and uses_python and py and any(
+                    p == py for p, _, _ in ctx.test_python_problems):
+                # the build serves every Python; this one lacks what the tests import
+                _, rs, fx = next(x for x in ctx.test_python_problems if x[0] == py)
+                st, optional = SKIP, True
             elif st == BUILD and ctx.platform is not None and ctx.platform.cross:
                 st, (rs, fx) = SKIP, ctx.platform.test_skip()
                 optional = True  # they run on the target; the build goes on without them

@@ -168,9 +168,12 @@ def missing_system(packages: Iterable[str], host: HostFacts) -> list[str]:
 
 
 def cross_problem(reqs: Sequence[ConanRequirement], system: Sequence[str], host: HostFacts,
-                  multiarch: str, target: str) -> tuple[str, str] | None:
-    """All the target-architecture packages a cross build lacks, as one problem whose fix
-    installs every one of them (rather than one reference at a time)."""
+                  multiarch: str, target: str = "", whys: Sequence[str] = ()
+                  ) -> tuple[str, str] | None:
+    """All the packages a build lacks — the target architecture's (``multiarch``) when cross
+    compiling for ``target`` — as one problem whose fix installs every one of them (rather
+    than one reference at a time); ``whys``: what the recipe's missing system packages are
+    for."""
     missing: list[str] = []
     refs: list[str] = []
     for req in reqs:
@@ -185,6 +188,7 @@ def cross_problem(reqs: Sequence[ConanRequirement], system: Sequence[str], host:
     missing += [p for p in gone if p not in missing]
     if not missing:
         return None
-    why = f" ({', '.join(refs)})" if refs else ""
-    return (f"system package(s) {', '.join(missing)} for {target} not installed{why}",
+    why = f" ({', '.join([*refs, *whys])})" if refs or whys else ""
+    for_target = f" for {target}" if target else ""
+    return (f"system package(s) {', '.join(missing)}{for_target} not installed{why}",
             install_command(missing, multiarch if any(":" in p for p in missing) else ""))

@@ -73,3 +73,27 @@ def test_unknown_recipe_in_posargs_fails_clearly(tmp_path: Path,
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
     assert "unknown recipe 'no-such-recipe'" in out
+
+
+@pytest.mark.functional
+@pytest.mark.slow
+def test_build_session_sees_the_packages_builder_checked(tmp_path: Path) -> None:
+    """`nox -s build-cpu-3.11 -- llaisys` from a venv: the session's venv must see the venv's
+    torch (the base interpreter's may lack it), then its tests pass against the wheel."""
+    host = probe(REPO / ".builder" / "host.json")
+    py = host.python("3.11")
+    if py is None or py.package("torch") is None or py.package("numpy") is None:
+        pytest.skip("needs Python 3.11 with torch and numpy (pip install -e '.[examples]')")
+    state = tmp_path / "state"
+    r = nox("-s", "build-cpu-3.11", "--", "llaisys", "--state-dir", str(state),
+            envdir=tmp_path / "nox", timeout=900)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    assert "Session build-cpu-3.11 was successful" in out
+    where = str(Path(py.path).parent.parent) if sys.prefix != sys.base_prefix else ""
+    line = next(x for x in out.splitlines() if "as builder checked them" in x)
+    assert "torch " in line and "numpy " in line
+    if where:  # nox runs from a venv: torch comes from that venv, not the base interpreter
+        assert f"the session sees the packages of {py.path}" in out
+        assert f"({where}/lib/" in line
+    assert "passed" in out and "against the installed wheel" in out

@@ -26,7 +26,11 @@ def test_build_runs_the_phases_in_order(project: Path, cli) -> None:  # type: ig
     one = ["conan install", "cmake -S", "cmake --build", "cmake --install"]
     assert tools == [*one, "conan export-pkg", *one, "app tester", "conan export-pkg"]
     assert runner.calls[0].env_changes["CONAN_HOME"] == str(project / ".builder" / "conan")
-    assert "done: 15 step(s) run" in r.out
+    assert "done: 15 step(s) run" in r.out and "variants: 2 built" in r.out
+    # the summary says where the results went
+    outputs = r.out.split("\noutputs:\n", 1)[1].splitlines()
+    assert any(x.startswith("  app/cpu-release-") and ": .builder/install/app/cpu-release-" in x
+               for x in outputs), r.out
     # generated files really written, Conan home without remotes
     conanfiles = list((project / ".builder" / "build").glob("*/*/conan/conanfile.py"))
     assert len(conanfiles) == 2
@@ -39,6 +43,21 @@ def test_build_runs_the_phases_in_order(project: Path, cli) -> None:  # type: ig
     assert r2.out.startswith("nothing to do: 2 variant(s) up to date")
 
 
+def test_build_names_each_skip_with_its_fix(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + "requires:\n  system:\n    - packages: "
+                      "[no-such-pkg-a, no-such-pkg-b]\n      why: the demo\n")
+    r = cli("build", "greet", "greetx", "--skip-unsupported", cwd=project,
+            runner=RecordingRunner())
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    i = next(i for i, x in enumerate(lines) if x.startswith("  skipped greet/"))
+    assert lines[i].endswith("system package(s) no-such-pkg-a, no-such-pkg-b not installed "
+                             "(the demo)")
+    assert lines[i + 1] == "      fix: apt-get install no-such-pkg-a no-such-pkg-b"
+    assert lines[0].startswith("building: ") and "skipped" in lines[0]
+
+
 def test_failure_reports_command_log_and_stops_dependents(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
     runner = RecordingRunner(fail={"--build": 2})
     r = cli("build", "app", cwd=project, runner=runner)
@@ -48,7 +67,8 @@ def test_failure_reports_command_log_and_stops_dependents(project: Path, cli) ->
     assert "log: " in r.err and ".builder/logs/greet_" in r.err
     assert "not run app/" in r.out
     assert not any("app" in c.argv[-1] for c in runner.calls if "--build" in c.argv)
-    assert "3 step(s) run, 0 cached, 0 skipped, 1 failed, 11 not run" in r.out
+    assert "3 step(s) run, 0 cached, 1 failed, 11 not run" in r.out
+    assert "variants: 0 built, 2 failed" in r.out  # app is not run: its dependency failed
 
 
 def test_keep_going_builds_independent_variants(project: Path, cli) -> None:  # type: ignore[no-untyped-def]

@@ -180,9 +180,64 @@ def test_missing_python_requirement_is_a_skip_with_the_install_command(project: 
     v = plan.variants[0]
     assert v.status == SKIP
     assert v.reason.startswith("torch is not installed for Python 3.12")
-    assert "pip install torch==2.13.0" in v.fix
+    # a fix that does what it says: the interpreter that has torch, else PyTorch's CPU index
+    # (PyPI's own Linux wheel is the multi-GB CUDA build)
+    assert v.fix == ("--python 3.11 (/opt/python/3.11.7/bin/python3.11 has them); or "
+                     "/opt/python/3.12.1/bin/python3.12 -m pip install 'torch>=2.0' "
+                     "--index-url https://download.pytorch.org/whl/cpu")
     old = plan_for(project, ["greet"], "h100", pythons=("3.12",))
     assert old.variants[0].status == BUILD  # torch 2.11 satisfies >=2.0
+
+
+def test_everything_missing_is_named_at_once(project: Path) -> None:
+    """Python packages, a too-old tool and system packages: one skip naming all of them, with
+    one fix line that installs all of them."""
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text().replace("  cpu: {}", "  cpu:\n    tools:\n"
+                                                 "      cmake: '>=3.28'") +
+                      "requires:\n  python: ['numpy', 'pybind11>=2.10']\n"
+                      "  conan: [zlib/1.2.13, protobuf/3.21.12, eigen/3.4.0]\n"
+                      "  system:\n    - packages: [libnuma-dev]\n      why: NUMA\n"
+                      'python:\n  versions: ["3.12"]\n')
+    plan = plan_for(project, ["greet"], "linux-cuda13", backends=("cpu",))
+    v = plan.variants[0]
+    assert v.status == SKIP
+    assert "cmake 3.25.1 (/usr/bin/cmake) does not satisfy >=3.28" in v.reason
+    assert "python3 -m pip install 'cmake>=3.28'" in v.fix
+    assert "system package(s) zlib1g-dev, libeigen3-dev, libnuma-dev not installed " \
+           "(zlib/1.2.13, eigen/3.4.0, NUMA)" in v.reason  # protobuf is installed there
+    assert "apt-get install zlib1g-dev libeigen3-dev libnuma-dev" in v.fix
+    assert "numpy, pybind11 are not installed for Python 3.12" in v.reason
+    assert "python3.12 -m pip install numpy 'pybind11>=2.10'" in v.fix
+
+
+def test_python_independent_variant_is_one_for_every_python(project: Path) -> None:
+    """`plan --all` and `plan greet` plan the same abi: none variant (built with the default
+    interpreter, which has torch); a test Python without torch skips its own test only."""
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text() + "requires:\n  python: ['torch>=2.0']\n"
+                      'python:\n  versions: ["3.10", "3.11", "3.12"]\n  abi: none\n'
+                      "test:\n  - name: py\n    run: ['${python}', '-c', 'import torch']\n")
+    one = plan_for(project, ["greet"], "linux-cuda13")
+    every = plan_for(project, ["greet"], "linux-cuda13", pythons=("all",))
+    assert [v.id for v in one.variants] == [v.id for v in every.variants]
+    assert every.variants[0].status == BUILD
+    tests = {s.id.rsplit("/", 1)[1]: s for s in every.steps if s.kind == "test"}
+    assert tests["test:py@py3.11"].status == BUILD
+    assert tests["test:py@py3.12"].status == SKIP
+    assert tests["test:py@py3.12"].reason.startswith("torch is not installed for Python 3.12")
+    publish = next(s for s in every.steps if s.kind == "publish")
+    assert publish.status == BUILD  # another Python's missing torch does not hold it back
+
+
+def test_cmake_arch_left_out_is_said(project: Path) -> None:
+    recipe = project / "recipes" / "vecadd.yaml"
+    recipe.write_text(recipe.read_text().replace("archs: [sm_80, sm_90]",
+                                                 "archs: [sm_70, sm_80, sm_90]"))
+    plan = plan_for(project, ["vecadd"], "linux-cuda13", skip_unsupported=True)
+    assert plan.variants[0].archs == ("sm_80", "sm_90")
+    assert any(n.startswith("vecadd cuda: left out by --skip-unsupported: sm_70") and
+               "fix:" in n for n in plan.notes), plan.notes
 
 
 def test_kernel_formats_one_step_each(project: Path) -> None:
@@ -214,7 +269,9 @@ def test_torch_cuda_build_without_a_cuda_toolkit(project: Path) -> None:
     v = plan.variants[0]
     assert v.status == SKIP
     assert "torch 2.11.0+cu130 for Python 3.12" in v.reason and "is a CUDA build" in v.reason
-    assert "pip install torch==2.13.0" in v.fix
+    # `torch>=2.0` would be "already satisfied" by the CUDA build: the fix pins the CPU one
+    assert v.fix == ("/usr/bin/python3.12 -m pip install torch==2.11.0+cpu --index-url "
+                     "https://download.pytorch.org/whl/cpu")
 
 
 def test_recipe_default_compiler_cache_and_its_override(project: Path) -> None:

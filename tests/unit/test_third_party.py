@@ -58,12 +58,15 @@ def test_missing_or_mismatched_system_packages(project: Path) -> None:
     _with(project, "greet", "requires:\n  conan: [protobuf/3.20.0, zlib/1.2.13]\n")
     v = plan_for(project, ["greet"], "linux-cuda13").variants[0]
     assert v.status == SKIP
-    assert v.reason == ("protobuf/3.20.0: the system has protobuf 3.21.12 (libprotobuf-dev "
+    # both problems at once, each with its fix
+    assert v.reason == ("system package(s) zlib1g-dev not installed (zlib/1.2.13); "
+                        "protobuf/3.20.0: the system has protobuf 3.21.12 (libprotobuf-dev "
                         "3.21.12-3+deb12u1)")
+    assert v.fix.startswith("apt-get install zlib1g-dev; require protobuf/3.21.12")
     recipe = project / "recipes" / "greet.yaml"
     recipe.write_text(recipe.read_text().replace("protobuf/3.20.0, ", ""))
     v = plan_for(project, ["greet"], "linux-cuda13").variants[0]
-    assert v.reason == "zlib/1.2.13: system package(s) zlib1g-dev not installed"
+    assert v.reason == "system package(s) zlib1g-dev not installed (zlib/1.2.13)"
     assert v.fix == "apt-get install zlib1g-dev"
 
 
@@ -102,7 +105,8 @@ def test_exact_cuda_pin(project: Path) -> None:
     pinned = plan_for(project, ["vecadd"], "linux-cuda13",
                       env=(("HOME", "/h"), ("AS_CUDA_VERSION", "12.4")))
     v = pinned.variants[0]
-    assert (v.status, v.reason) == (SKIP, "nvcc 13.0.88 does not satisfy ==12.4.*")
+    assert (v.status, v.reason) == (SKIP, "nvcc 13.0.88 (/usr/local/cuda/bin/nvcc) "
+                                    "does not satisfy ==12.4.*")
 
 
 def test_lockfile_refuses_differences(project: Path, tmp_path: Path) -> None:

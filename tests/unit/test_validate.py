@@ -166,3 +166,28 @@ def test_abi3_recipe_loads_with_its_floor(tmp_path: Path) -> None:
                           'wheel:\n  manylinux: manylinux_2_28\n  exclude: [libfoo.so.*]\n'))
     assert r.python.abi3_floor == "3.9" and not r.python.per_python
     assert r.wheel.manylinux == "manylinux_2_28" and r.wheel.exclude == ("libfoo.so.*",)
+
+
+def test_schema_and_semantic_errors_in_one_round(tmp_path: Path) -> None:
+    out = problems(tmp_path, GOOD.replace('version: "1.0"', "version: 1.0").replace(
+        "path: src", "path: nowhere") + "options:\n  x: {type: bool, default: maybe}\n")
+    assert "expected string, got a number" in out  # the schema's
+    assert "nowhere" in out  # the source folder check, in the same round
+
+
+def test_file_errors_and_set_errors_in_one_round(tmp_path: Path) -> None:
+    """A broken file does not hide a duplicate name or a misspelt requirement elsewhere, and
+    a requirement on the broken file's recipe is not called unknown."""
+    _set(tmp_path, {"a": "requires:\n  recipes:\n    - {name: bb}\n    - {name: broken}\n",
+                    "b": "", "dup": ""})
+    rd = tmp_path / "recipes"
+    (rd / "dup2.yaml").write_text((rd / "dup.yaml").read_text())
+    (rd / "broken.yaml").write_text((rd / "b.yaml").read_text().replace(
+        "name: b", "name: broken").replace('"1.0"', "1.0"))
+    with pytest.raises(RecipeError) as e:
+        RecipeSet.load(rd)
+    out = e.value.render()
+    assert "broken.yaml:3:12: package.version: expected string" in out
+    assert "recipe name 'dup' is also used by" in out
+    assert "requires unknown recipe 'bb'" in out
+    assert "unknown recipe 'broken'" not in out
