@@ -21,7 +21,6 @@ from builder.plan.payloads import (
     CleanStage,
     CompileJobs,
     HeavyJob,
-    MemoryConfig,
     Prediction,
     PublishInstall,
     RenderFiles,
@@ -34,6 +33,7 @@ from builder.resolve.steps import (
     VariantContext,
     collect_step,
     fetch_steps,
+    memory_config,
     test_steps,
     tool,
     variant_status,
@@ -270,11 +270,7 @@ def _build_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
     return Step(id=f"{sid}/build", kind="build", commands=(argv,), env=tuple(cache_env),
                 cwd=bdir, deps=(f"{sid}/configure",), memory=prediction.peak,
                 timeout=BUILD_TIMEOUT, **common,
-                payload=CompileJobs(prediction, MemoryConfig(
-                    budget=ctx.budget, slots=ctx.jobs, source_root=vals["source"],
-                    build_dir=vals["build"], recipe_default=r.memory.default,
-                    recipe_globs=r.memory.per_file, lowmem_flags=r.memory.low_memory_flags,
-                    history_path=str(ctx.ws.memory_history), scope=r.name)))
+                payload=CompileJobs(prediction, memory_config(ctx, vals["source"], vals["build"])))
 
 
 def conan_options(v: Variant) -> list[tuple[str, str]]:

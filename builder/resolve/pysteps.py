@@ -36,7 +36,7 @@ from pathlib import Path
 from builder import backends as registry
 from builder.backends import Backend
 from builder.plan.model import Step
-from builder.plan.payloads import CompileJobs, MemoryConfig, PrepareBuild
+from builder.plan.payloads import CompileJobs, PrepareBuild
 from builder.plan.payloads import PublishInstall as Publish
 from builder.recipe.model import FlagSet
 from builder.recipe.subst import substitute
@@ -48,6 +48,7 @@ from builder.resolve.steps import (
     collect_step,
     common_of,
     fetch_steps,
+    memory_config,
     test_steps,
     tool,
     with_hash,
@@ -101,7 +102,7 @@ def scheduled_build(ctx: VariantContext, argv: tuple[str, ...], env: dict[str, s
                     ) -> Step:
     """The build command under the memory broker (``_do_build`` starts it) and, where one
     can be made, the build's memory cgroup — as for CMake recipes."""
-    r, host = ctx.recipe, ctx.host
+    host = ctx.host
     if host.memory.cgroup_writable and ctx.budget:
         argv = (host.builder_python or "python3", "-m", "builder.memory.cgroup",
                 "--limit", str(ctx.budget), "--name", ctx.vdir, "--", *argv)
@@ -109,11 +110,7 @@ def scheduled_build(ctx: VariantContext, argv: tuple[str, ...], env: dict[str, s
     return Step(id=f"{ctx.variant.id}/build", kind="build", commands=(argv,),
                 env=tuple(env.items()), cwd=cwd, deps=deps, memory=prediction.peak,
                 timeout=BUILD_TIMEOUT, **common,
-                payload=CompileJobs(prediction, MemoryConfig(
-                    budget=ctx.budget, slots=ctx.jobs, source_root=ctx.source_root(),
-                    build_dir=build_dir, recipe_default=r.memory.default,
-                    recipe_globs=r.memory.per_file, lowmem_flags=r.memory.low_memory_flags,
-                    history_path=str(ctx.ws.state / "memory-history.json"))))
+                payload=CompileJobs(prediction, memory_config(ctx, ctx.source_root(), build_dir)))
 
 
 def python_steps(ctx: VariantContext) -> list[Step]:

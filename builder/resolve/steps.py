@@ -25,6 +25,7 @@ from builder.plan.model import BUILD, CACHED, SKIP, Step, Variant
 from builder.plan.payloads import (
     CollectInstall,
     FetchSource,
+    MemoryConfig,
     TestRun,
     WheelBuild,
 )
@@ -35,8 +36,8 @@ from builder.wheels.metadata import WheelPlan, plan_wheel
 from builder.workspace.paths import Workspace
 
 __all__ = ["BUILD_TIMEOUT", "StepCommon", "VariantContext", "collect_step", "common_of",
-           "fetch_steps", "plan_wheel_of", "test_steps", "tool", "variant_status", "wheel_steps",
-           "with_hash"]
+           "fetch_steps", "memory_config", "plan_wheel_of", "test_steps", "tool",
+           "variant_status", "wheel_steps", "with_hash"]
 
 BUILD_TIMEOUT = 4 * 3600
 
@@ -327,3 +328,13 @@ def with_hash(step: Step, key: str) -> Step:
     # The variant key covers every input; the step's name tells the steps apart.  (Paths
     # in the commands are left out so that the same build in another folder hashes alike.)
     return replace(step, inputs_hash=digest(key, step.id.rsplit("/", 1)[-1]))
+
+
+def memory_config(ctx: VariantContext, source_root: str, build_dir: str) -> MemoryConfig:
+    """How the build's memory broker admits the variant's compile jobs."""
+    r = ctx.recipe
+    return MemoryConfig(
+        budget=ctx.budget, slots=ctx.jobs, source_root=source_root, build_dir=build_dir,
+        recipe_default=r.memory.default, recipe_globs=r.memory.per_file,
+        lowmem_flags=r.memory.low_memory_flags, history_path=str(ctx.ws.memory_history),
+        scope=r.name)
