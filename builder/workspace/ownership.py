@@ -135,9 +135,36 @@ def tree_owned(tree: Path, registry: dict[str, str]) -> bool:
     try:
         if (tree / TREE_MARKER).is_file():
             return True
-        return str(tree) in registry and (tree / "manifest.json").is_file()
+        if str(tree) in registry and (tree / "manifest.json").is_file():
+            return True
+        return _published_before_markers(tree)
     except OSError:
         return False
+
+
+def _published_before_markers(tree: Path) -> bool:
+    """A kernel tree builder published before it marked its trees (another state folder's,
+    or an older builder's): its ``manifest.json`` is builder's kernel manifest and the folder
+    holds exactly the files it lists, each with its recorded size and sha256 — replacing it
+    destroys nothing builder did not make.  Anything else in it, and it is not builder's."""
+    from builder.util.files import file_sha256
+    from builder.util.records import read_manifest
+
+    manifest = read_manifest(tree / "manifest.json")
+    if not manifest or "artifacts" not in manifest or "key" not in manifest:
+        return False
+    listed = {str(f.get("path")): f for f in manifest.get("files", ())
+              if isinstance(f, dict)}
+    found = {p.relative_to(tree).as_posix() for p in tree.rglob("*")
+             if not p.is_dir() or p.is_symlink()} - {"manifest.json"}
+    if found != set(listed):
+        return False
+    for rel, f in listed.items():
+        p = tree / rel
+        if p.is_symlink() or not p.is_file() or p.stat().st_size != f.get("size") or \
+                file_sha256(p) != f.get("sha256"):
+            return False
+    return True
 
 
 def check_tree(tree: Path, registry: dict[str, str]) -> None:

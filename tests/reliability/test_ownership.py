@@ -116,11 +116,19 @@ def test_builder_replaces_its_own_trees(kern: Path, tmp_path: Path,
     (root / "cuda" / TREE_MARKER).unlink()
     (kern / "sources" / "kern" / "scale.cu").write_text("// changed again\n")
     assert build(cli, kern, state, "-o", f"root={root}").code == 0
-    # the same tree, neither marked nor registered: refused
+    # the same tree, neither marked nor registered (an older builder's, another state
+    # folder's): adopted while it holds exactly what its manifest lists ...
     (root / "cuda" / TREE_MARKER).unlink()
     (state / "kernel-installs.json").write_text("{}")
     (kern / "sources" / "kern" / "scale.cu").write_text("// and again\n")
+    assert build(cli, kern, state, "-o", f"root={root}").code == 0
+    # ... and refused once it holds anything else
+    (root / "cuda" / TREE_MARKER).unlink()
+    (state / "kernel-installs.json").write_text("{}")
+    (root / "cuda" / "notes.txt").write_text("mine")
+    (kern / "sources" / "kern" / "scale.cu").write_text("// once more\n")
     assert build(cli, kern, state, "-o", f"root={root}").code == REFUSED
+    assert (root / "cuda" / "notes.txt").read_text() == "mine"
 
 
 def ordinary_folder(p: Path) -> dict[str, bytes]:
@@ -184,3 +192,31 @@ def test_prune_of_a_real_state_folder_keeps_foreign_files_out(project: Path, tmp
     r = cli("--state-dir", str(state), "cache", "prune", cwd=project)
     assert r.code == REFUSED and (state / "notes.txt").read_text() == "mine"
     assert json.loads((state / "last-build.json").read_text())  # nothing was removed
+
+
+def test_a_tree_published_before_markers_is_adopted_only_when_intact(tmp_path: Path) -> None:
+    """A kernel tree an older builder (or another state folder) published has no marker and
+    is in no registry here: it is builder's only if it holds exactly what its manifest lists."""
+    import hashlib
+    import json
+
+    from builder.errors import OwnershipError
+    from builder.workspace.ownership import check_tree
+
+    tree = tmp_path / "cuda"
+    (tree / "k").mkdir(parents=True)
+    ptx = tree / "k" / "sm_80.ptx"
+    ptx.write_text(".version 9.0\n")
+    entry = {"path": "k/sm_80.ptx", "size": ptx.stat().st_size,
+             "sha256": hashlib.sha256(ptx.read_bytes()).hexdigest()}
+    (tree / "manifest.json").write_text(json.dumps(
+        {"key": "abc", "variant": "kern/cuda-release-abc", "artifacts": [entry],
+         "files": [entry], "published": "2026-11-23T00:00:00Z"}))
+    check_tree(tree, {})  # intact: adopted, nothing raised
+    (tree / "k" / "mine.txt").write_text("a user's file")
+    with pytest.raises(OwnershipError):
+        check_tree(tree, {})
+    (tree / "k" / "mine.txt").unlink()
+    ptx.write_text(".version 9.1\n")  # same size, other content: not what builder wrote
+    with pytest.raises(OwnershipError):
+        check_tree(tree, {})
