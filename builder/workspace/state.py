@@ -76,12 +76,15 @@ def _is_file(p: Path) -> bool:
         return False
 
 
-def project_units(name: str, root: Path) -> tuple[tuple[tuple[str, tuple[str, ...]], ...],
-                                                  str]:
-    """The translation units the CMake project at ``root`` compiles, for the plan's
-    compile-job estimate: those its CMake files name (:mod:`builder.source.cmakelists`),
-    else every source file below ``root``, with a note saying the estimate cannot know."""
+def project_units(name: str, root: Path, cmake: bool = True
+                  ) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], str]:
+    """The translation units the project at ``root`` compiles, for the plan's compile-job
+    estimate: for a CMake project those its CMake files name
+    (:mod:`builder.source.cmakelists`), else every source file below ``root`` with a note
+    saying the estimate cannot know; for a setup.py or xmake project every source file."""
     every = compile_units(root)
+    if not cmake:
+        return every, ""
     listed = listed_sources(root, [rel for rel, _ in every])
     if listed is None:
         return every, (f"{name}: the compile-job estimate counts every source file below "
@@ -146,7 +149,8 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
                 r.sources[0].kind == "path":
             root = Path(r.sources[0].location) / r.sources[0].subdir
             if str(root) not in units:
-                units[str(root)], note = project_units(r.name, root)
+                units[str(root)], note = project_units(r.name, root,
+                                                       cmake=r.build_system == "cmake")
                 notes += [note] if note else []
     measured = tuple(sorted((f, int(rec["peak"]), float(rec.get("seconds", 0.0)),
                              tuple(float(x) for x in rec.get("curve", ())))
