@@ -129,13 +129,18 @@ def _check_wheels(session: nox.Session, plan: dict[str, object], spec: matrix.Se
         return
     cp = "cp" + spec.python.replace(".", "")
     for step in wheels:
-        wheel = Path(step["outputs"][0])
+        # a wheel step writes its wheel into a folder: the name matches the plan's glob
+        # (auditwheel picks the platform tag when it repairs the wheel)
+        folder, pattern = Path(step["outputs"][0]), (step.get("payload") or {}).get("glob", "")
+        found = sorted(folder.glob(pattern)) if folder.is_dir() and pattern else []
+        if not found:
+            session.error(f"the plan's wheel {folder / (pattern or '*.whl')} was not written "
+                          f"by the build")
+        wheel = found[-1]
         tag = "-".join(wheel.stem.split("-")[-3:])
         if tag.startswith("cp") and not tag.startswith(f"{cp}-"):
             session.log(f"{wheel.name}: for another Python ({tag}), not installed here")
             continue
-        if not wheel.is_file():
-            session.error(f"the plan's wheel {wheel} was not written by the build")
         # --no-deps: the build checked that this interpreter has the recipe's requirements
         # (the venv sees them through --system-site-packages); pip must not fetch torch.
         session.install("--no-deps", "--force-reinstall", str(wheel))

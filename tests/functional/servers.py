@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -101,7 +102,9 @@ def pypi_server(workdir: Path, users: dict[str, str]) -> Iterator[str]:
     try:
         if importlib.util.find_spec("pypiserver") is None:
             raise ImportError("pypiserver")
-        from passlib.apache import HtpasswdFile
+        with warnings.catch_warnings():  # passlib imports the stdlib's deprecated crypt
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from passlib.apache import HtpasswdFile
     except ImportError:
         raise FileNotFoundError("pypiserver and passlib (pip install pypiserver passlib)"
                                 ) from None
