@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
 
 from packaging.requirements import Requirement
 
@@ -30,13 +29,14 @@ from builder.recipe.subst import substitute
 from builder.resolve import render
 from builder.resolve.steps import (
     BUILD_TIMEOUT,
+    StepCommon,
     VariantContext,
     collect_step,
+    common_of,
     fetch_steps,
     memory_config,
     test_steps,
     tool,
-    variant_status,
     wheel_steps,
     with_hash,
 )
@@ -45,15 +45,6 @@ from builder.resolve.system import table as system_table
 
 __all__ = ["cmake_steps", "compiler_cache_env", "conan_args", "conan_options", "cross_target",
            "install_meta", "memory_prediction", "switch"]
-
-
-class _Common(TypedDict):
-    """What every step of a variant shares."""
-
-    variant: str
-    status: str
-    reason: str
-    fix: str
 
 
 @dataclass(frozen=True)
@@ -69,10 +60,9 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     be = registry.get(ctx.kind)
     spec = r.backend(v.backend)
     assert spec is not None
-    status, reason, fix = variant_status(v)
     bdir, stage = ws.build_dir(r.name, ctx.vdir), ws.stage_dir(r.name, ctx.vdir)
     vals = ctx.values()
-    flags = r.flags.for_build_type(v.build_type) + spec.flags.for_build_type(v.build_type)
+    flags = ctx.flags()
     pch_file = bdir / "conan" / "builder_pch.cmake"
     use_pch = switch(r.memory.pch, vals) and bool(r.memory.pch_headers)
     defines = cmake_defines(ctx, be, flags, vals, pch_file if use_pch else None)
@@ -86,7 +76,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     conan_env = (("CONAN_HOME", str(ws.conan_home)),)
     option_args = conan_args(v, [d for d, _ in ctx.deps])
     profile_args = conan_files.profile_args
-    sid, common = v.id, _Common(variant=v.id, status=status, reason=reason, fix=fix)
+    sid, common = v.id, common_of(v)
     remote = ("-r", ctx.conan_remote) if ctx.conan_remote and any(
         c.provider == "remote" for c in r.requires.conan) else ("-nr",)
     steps = [*fetch,
@@ -126,7 +116,7 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
 
 
 def _configure_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
-                    defines: dict[str, str], stage: Path, common: _Common) -> Step:
+                    defines: dict[str, str], stage: Path, common: StepCommon) -> Step:
     """``cmake -G Ninja`` with Conan's toolchain, the build type, the stage as the install
     prefix and the recipe's defines."""
     v = ctx.variant
@@ -256,7 +246,7 @@ def _conan_files(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[st
 
 
 def _build_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
-                cache_env: list[tuple[str, str]], bdir: str, common: _Common) -> Step:
+                cache_env: list[tuple[str, str]], bdir: str, common: StepCommon) -> Step:
     """``cmake --build`` under the memory broker (and the build's cgroup, where one can be
     made). Ninja may start more jobs than there are cores: launchers beyond the broker's
     admission wait cheaply, which lets the broker choose the largest job that fits."""

@@ -98,8 +98,7 @@ def _kernel(ctx: VariantContext, k: Kernel, steps: list[Step],
     if spec is None or src_rel is None:
         return
     vals = ctx.values()
-    common = (r.flags.for_build_type(v.build_type) +
-              spec.flags.for_build_type(v.build_type)).get(be.flags_lang or "cxx")
+    common = ctx.flags().get(be.flags_lang or "cxx")
     flags = tuple(substitute(f, vals) for f in (*common, *dict(k.flags).get(v.backend, ())))
     src = str(Path(ctx.source_root()) / src_rel)
     formats = spec.formats or be.kernel_formats()[:1]

@@ -122,7 +122,7 @@ def python_steps(ctx: VariantContext) -> list[Step]:
     bdir, stage = ws.build_dir(r.name, ctx.vdir), ws.stage_dir(r.name, ctx.vdir)
     vals = ctx.values()
     src = vals["source"]
-    flags = r.flags.for_build_type(v.build_type) + spec.flags.for_build_type(v.build_type)
+    flags = ctx.flags()
     env, wrappers = wrapper_env(ctx, be, bdir / "bin", flags, vals)
     setup_cfg = bdir / "setuptools.cfg"
     env["DIST_EXTRA_CONFIG"] = str(setup_cfg)

@@ -29,7 +29,7 @@ from builder.plan.payloads import (
     TestRun,
     WheelBuild,
 )
-from builder.recipe.model import OptionValue, Recipe, digest, option_text
+from builder.recipe.model import FlagSet, OptionValue, Recipe, digest, option_text
 from builder.recipe.subst import substitute
 from builder.source.fetch import source_key
 from builder.wheels.metadata import WheelPlan, plan_wheel
@@ -77,6 +77,13 @@ class VariantContext:
     test_python_problems: tuple[tuple[str, str, str], ...] = ()
     #: path source → its content digest (a patched path source is copied under that key)
     source_digests: dict[str, str] = field(default_factory=dict)
+
+    def flags(self) -> FlagSet:
+        """The recipe's flags for the build type, then the backend's, layered."""
+        spec = self.recipe.backend(self.variant.backend)
+        bt = self.variant.build_type
+        own = self.recipe.flags.for_build_type(bt)
+        return own + spec.flags.for_build_type(bt) if spec else own
 
     @property
     def kind(self) -> str:

@@ -74,7 +74,7 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
     bdir, stage = ws.build_dir(r.name, ctx.vdir), ws.stage_dir(r.name, ctx.vdir)
     vals = ctx.values()
     src = vals["source"]
-    flags = r.flags.for_build_type(v.build_type) + spec.flags.for_build_type(v.build_type)
+    flags = ctx.flags()
     env, wrappers = wrapper_env(ctx, be, bdir / "bin", flags, vals)
     # xmake tells compilers apart by their names: wrappers named like gcc/g++ get gcc's flags
     cc_wrap, cxx_wrap = str(bdir / "bin" / "gcc"), str(bdir / "bin" / "g++")
