@@ -116,6 +116,8 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
               (f", {remote} from the remote" if remote else ""))
     for line in summary.oom:  # recovered or not: its estimate was wrong, and it cost time
         print(f"out of memory: {line}")
+    for line in ex.requeued:  # no OOM kill, but work lost: its estimate was too low
+        print(f"memory: {line}")
     _print_wheels(plan)
     for sid, counts in ex.test_counts.items():  # a test that ran nothing is no pass
         print(f"tests: {sid}: {counts.text() if counts else 'ran (no count in its output)'}")

@@ -21,7 +21,7 @@ __all__ = ["build", "compiler_cache_stats"]
 def build(ex: StepHost, step: Step) -> None:
     """A CMake build with its memory broker running for the compile launchers."""
     from builder.memory.broker import Broker, BrokerConfig
-    from builder.memory.jobs import oom_kills
+    from builder.memory.jobs import oom_kills, requeues
 
     if not isinstance(step.payload, CompileJobs):
         ex.commands(step)
@@ -49,9 +49,11 @@ def build(ex: StepHost, step: Step) -> None:
             ex.cache_stats.append(cache)
         jobs = broker.report()
         ex.oom += [f"{step.id}: {line}" for line in oom_kills(jobs)]
+        ex.requeued += [f"{step.id}: {line}" for line in requeues(jobs)]
         atomic_write(report, json.dumps({"step": step.id, "budget": cfg.budget,
                                           "wall0": broker.wall0, "compiler_cache": cache,
                                           "slots": cfg.slots,
+                                          "most_used": broker.most_used,
                                           "prediction": dataclasses.asdict(prediction),
                                           "jobs": jobs}, indent=1))
 

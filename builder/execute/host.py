@@ -25,6 +25,7 @@ class StepHost(Protocol):
     broker: Any  # the running build step's memory broker, for progress
     cache_stats: list[dict[str, int]]  # compiler cache hits/misses per build
     oom: list[str]  # compiles killed out of memory
+    requeued: list[str]  # compiles the memory backstop killed and ran again
 
     def commands(self, step: Step) -> None:
         """Run the step's commands, each logged; a failure raises StepFailed."""

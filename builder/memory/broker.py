@@ -22,9 +22,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from builder.memory import backstop
 from builder.memory.compileid import compile_id, compile_key
-from builder.memory.estimate import Estimate, estimate, ramp_model, scan_includes
+from builder.memory.estimate import (
+    DEVICE_SUFFIXES,
+    Estimate,
+    estimate,
+    ramp_model,
+    scan_includes,
+)
 from builder.memory.history import History, flags_hash, job_key
+from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
 from builder.memory.policy import (
     Job,
@@ -60,6 +68,12 @@ class BrokerConfig:
     time_model: bool = True  # False: reserve every job's peak for its whole life
     pause: bool = True  # run the guard (pause/resume); False: admission alone
     learn: bool = True  # re-estimate waiting jobs from their group's jobs measured so far
+    #: watch the build cgroup's measured memory and freeze/thaw/requeue (:mod:`.backstop`)
+    backstop: bool = True
+    backstop_period: float = 0.05
+    #: with the backstop watching: admit jobs never measured on their prior's CPU time and
+    #: the generic ramp (not their peak for their whole life), and without the prior's margin
+    speculate: bool = True
     #: seconds to gather the burst of jobs ninja starts at once before the first grant on
     #: an idle machine, so that largest-first applies to all of them, not the first to call
     settle: float = 0.25
@@ -91,6 +105,11 @@ class Broker:
         self._thread: threading.Thread | None = None
         self._ticker: threading.Thread | None = None
         self._stopped = False
+        #: the build's memory cgroup, as its launchers name it (None: none, not watched)
+        self.build_cgroup: Path | None = None
+        self._used: list[tuple[float, int]] = []  # (time, bytes) of the last samples
+        self.most_used = 0  # the most the build's cgroup held, as the backstop saw it
+        self._watcher: threading.Thread | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -108,6 +127,9 @@ class Broker:
         self._thread.start()
         self._ticker = threading.Thread(target=self._tick, daemon=True)
         self._ticker.start()
+        if self.cfg.backstop:
+            self._watcher = threading.Thread(target=self._watch, daemon=True)
+            self._watcher.start()
 
     def stop(self) -> None:
         with self.cond:
@@ -151,7 +173,9 @@ class Broker:
             rel = str(Path(file).resolve().relative_to(root.resolve()))
         except ValueError:
             rel = file
-        includes = scan_includes(Path(file), (root, *map(Path, self.cfg.include_roots)))
+        link = msg.get("kind") == "link"
+        includes = () if link else scan_includes(Path(file),
+                                                 (root, *map(Path, self.cfg.include_roots)))
         if self.cfg.scope:
             file = compile_id(file, str(root), self.cfg.build_dir, self.cfg.scope)
             key = compile_key(file, argv, str(msg.get("file", "")), str(root),
@@ -165,21 +189,44 @@ class Broker:
         est = estimate(rel, includes, recipe_default=self.cfg.recipe_default,
                        recipe_globs=self.cfg.recipe_globs, history=self.history.get(key),
                        history_file=self.history.for_file(file), nvcc_threads=threads)
+        if link:  # links learn from links, not from the compiles of the default prior
+            est = replace(est, group="" if est.source.startswith("history") else "link",
+                          family="")
         # only this very compile's measured CPU time drives the time model: other flags,
-        # recipe values and priors say nothing reliable about its speed
+        # recipe values and priors say nothing reliable about its speed — unless the
+        # backstop watches the build's memory, which makes a wrong guess cost time only
         cpu = est.cpu if est.source == "history" and self.cfg.time_model else 0.0
         curve = est.curve if cpu else ()
+        watched = not cpu and self._watched(msg)
+        # nvcc's memory comes in one cicc peak per arch, early: the ramp does not bound it
+        spec = watched and est.seconds > 0 and not rel.endswith(DEVICE_SUFFIXES)
+        if watched:
+            cpu, est = (est.seconds if spec else 0.0), replace(est, reserve=est.peak)
         with self.cond:
             self._n += 1
             n = self._n
         rec = JobRecord(f"{n}:{rel}", rel, est.peak, est.reserve, est.source,
                         self.now(), retry=bool(msg.get("retry")), model_cpu=cpu,
                         model_curve=bool(curve), family=est.family,
-                        group="" if est.source.startswith("history") else est.group)
+                        group="" if est.source.startswith("history") else est.group,
+                        speculative=spec, kind="link" if link else "compile",
+                        rerun=bool(msg.get("requeued")))
         if rec.group:
             self._estimates[rec.id] = est
         cached = bool(argv) and Path(argv[0]).name in CACHES
         return rec, key, file, cpu, max(threads, 1), cached, curve
+
+    def _watched(self, msg: dict[str, Any]) -> bool:
+        """Whether the backstop watches this job's build cgroup (learnt from the first
+        launcher that names it), so that a job never measured may be admitted on its
+        expected memory rather than its worst case."""
+        if not (self.cfg.backstop and self.cfg.speculate):
+            return False
+        group = str(msg.get("build_cgroup", ""))
+        with self.cond:
+            if self.build_cgroup is None and group and anon_bytes(Path(group)) > 0:
+                self.build_cgroup = Path(group)
+            return self.build_cgroup is not None and str(self.build_cgroup) == group
 
     def _share(self) -> float:
         """CPU share per thread of the jobs that ended last: a new job's expected speed
@@ -201,14 +248,10 @@ class Broker:
         if self.cfg.pause and view:
             paused = guard(view, self.cfg.budget, now, model, self._overhead())
             for i, live in self.running.items():
-                if i in paused and not live.paused:
-                    live.paused, live.paused_at = True, now
-                    live.rec.pauses += 1
-                    live.command("pause")
-                elif i not in paused and live.paused:
-                    live.paused_total += now - live.paused_at
-                    live.paused = False
-                    live.command("resume")
+                if i in paused:
+                    live.stop(now)
+                elif not live.held:  # the backstop's pauses are the backstop's to end
+                    live.go(now)
             view = {i: live.view(now) for i, live in self.running.items()}
         if self.cfg.learn:
             self._learn()
@@ -223,6 +266,42 @@ class Broker:
                                           g.job.curve, g.job.span)
             self.grants[g.job.id] = (g.alone, g.lowmem)
         self.cond.notify_all()
+
+    def _watch(self) -> None:
+        """The backstop's loop: the build cgroup's memory every ``backstop_period``."""
+        while True:
+            with self.cond:
+                if self._stopped:
+                    return
+                group = self.build_cgroup
+            if group is not None:
+                self._react(anon_bytes(group))
+            time.sleep(self.cfg.backstop_period)
+
+    def _react(self, used: int) -> None:
+        """Freeze, thaw or requeue as :func:`backstop.react` says for ``used`` bytes."""
+        now = self.now()
+        self._used = [*((t, u) for t, u in self._used if now - t <= 0.3), (now, used)]
+        t0, u0 = self._used[0]
+        rate = (used - u0) / (now - t0) if now - t0 > 0.02 else 0.0
+        with self.cond:
+            self.most_used = max(self.most_used, used)
+            dying = any(live.rec.requeued for live in self.running.values())
+            views = [backstop.JobView(i, live.started, live.rec.reserve, live.rss,
+                                      live.paused, live.held)
+                     for i, live in self.running.items()
+                     if live.granted and not live.rec.requeued]
+            act = backstop.react(views, used, rate, self.cfg.budget)
+            for i in act.freeze:
+                self.running[i].stop(now, held=True)
+            for i in act.thaw:
+                self.running[i].go(now)
+            for i in act.requeue if not dying else ():  # one at a time: wait for its memory
+                live = self.running[i]
+                live.rec.requeued = True
+                live.command("requeue")
+            if act.thaw:
+                self._schedule()
 
     def _learn(self) -> None:
         """Re-estimate waiting jobs from what their group measured in this build
@@ -289,6 +368,8 @@ class Broker:
                     elif msg.get("op") == "done":
                         result = msg
                         break
+                rec.requeued = rec.requeued or bool(result.get("requeued"))
+                rec.measured_by = str(result.get("measured_by", ""))
                 rec.peak = int(result.get("peak", 0))
                 rec.rc = result.get("rc")
                 rec.oom = bool(result.get("oom"))

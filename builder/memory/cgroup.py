@@ -2,9 +2,12 @@
 
 ``python -m builder.memory.cgroup --limit BYTES --name NAME -- CMD…`` creates
 ``builder-NAME`` under the cgroup v1 memory hierarchy or the v2 unified one,
-caps it, moves itself in, runs CMD, and reports how many processes the kernel
-OOM-killed in it.  An overrun then kills one compiler (which the launcher retries
-alone), never the machine.  Where no memory controller is writable it says so
+caps it, moves itself in, runs CMD with ``$BUILDER_CGROUP`` naming the group (each
+compile job then gets a leaf of its own in it: :mod:`.jobgroup`), and reports how many
+processes the kernel OOM-killed in it.  On v2 a group whose children have controllers
+holds no process itself: the helper and the build's own processes (cmake, ninja, the
+launchers) go to the leaf ``<group>/main``.  An overrun then kills one compiler (which
+the launcher retries alone), never the machine.  Where no memory controller is writable it says so
 and runs CMD with admission control alone.
 """
 
@@ -17,11 +20,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from builder.memory.jobgroup import ENV
+
 __all__ = [
     "V1",
     "V2",
     "CgroupUnavailable",
     "create",
+    "home",
     "main",
     "oom_kills",
     "own_cgroup",
@@ -76,6 +82,11 @@ def create(name: str, limit: int) -> Path:
             _write(group / "memory.max", str(limit))
             if (group / "memory.swap.max").is_file():
                 _write(group / "memory.swap.max", "0")
+            (group / "main").mkdir(exist_ok=True)
+            # per-job leaves measure memory: the controller is enabled for the children
+            # (possible while the group itself holds no process)
+            with contextlib.suppress(OSError):
+                _write(group / "cgroup.subtree_control", "+memory")
         except OSError as exc:
             raise CgroupUnavailable(f"cgroup v2 not writable: {exc.strerror}") from None
         return group
@@ -91,15 +102,26 @@ def create(name: str, limit: int) -> Path:
 
 
 def oom_kills(group: Path) -> int:
-    for name in ("memory.events", "memory.oom_control"):
+    """Processes the kernel OOM-killed in ``group`` and below.  v2's ``memory.events``
+    counts its descendants; v1 counts a kill in the victim's own group only, so the job
+    leaves are added (a v1 leaf that saw a kill is left for :func:`remove`)."""
+    try:
+        for line in (group / "memory.events").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    total = 0
+    for g in [group, *(p for p in group.iterdir() if p.is_dir())] if group.is_dir() else ():
         try:
-            for line in (group / name).read_text().splitlines():
+            for line in (g / "memory.oom_control").read_text().splitlines():
                 key, _, value = line.partition(" ")
                 if key == "oom_kill":
-                    return int(value)
+                    total += int(value)
         except (OSError, ValueError):
             continue
-    return 0
+    return total
 
 
 def peak(group: Path) -> int:
@@ -111,10 +133,18 @@ def peak(group: Path) -> int:
     return 0
 
 
+def home(group: Path) -> Path:
+    """Where the build's own processes go in ``group``: its ``main`` leaf on v2."""
+    return group / "main" if (group / "main").is_dir() else group
+
+
 def remove(group: Path) -> None:
     parent_procs = group.parent / "cgroup.procs"
     with contextlib.suppress(OSError):
         _write(parent_procs, str(os.getpid()))
+    for child in sorted(p for p in group.iterdir() if p.is_dir()) if group.is_dir() else ():
+        with contextlib.suppress(OSError):
+            child.rmdir()  # the main leaf, and job leaves a killed launcher left
     with contextlib.suppress(OSError):
         group.rmdir()
 
@@ -128,7 +158,7 @@ def main(argv: list[str]) -> int:
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     try:
         group = create(args.name, args.limit)
-        _write(group / "cgroup.procs", str(os.getpid()))
+        _write(home(group) / "cgroup.procs", str(os.getpid()))
     except (CgroupUnavailable, OSError) as exc:
         print(f"builder: no memory cgroup ({exc}); relying on admission control alone",
               flush=True)
@@ -136,7 +166,7 @@ def main(argv: list[str]) -> int:
     print(f"builder: running in memory cgroup {group} capped at {args.limit >> 20} MiB",
           flush=True)
     try:
-        rc = subprocess.call(cmd)
+        rc = subprocess.call(cmd, env={**os.environ, ENV: str(group)})
     finally:
         kills, top = oom_kills(group), peak(group)
         print(f"builder: cgroup peak {top >> 20} MiB, OOM kills: {kills}", flush=True)

@@ -15,7 +15,8 @@ from typing import Any
 from builder.memory.estimate import Estimate, learned
 from builder.memory.policy import Running, upper
 
-__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "oom_kills", "plausible", "relearn"]
+__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "oom_kills", "plausible", "relearn",
+           "requeues"]
 
 #: memory of one launcher process (Python, ~8 MB anonymous), counted for every launcher
 #: connected — waiting or running — since the jobs' estimates do not include it
@@ -41,8 +42,14 @@ class JobRecord:
     cpu: float = 0.0  # measured CPU seconds of the compile
     model_cpu: float = 0.0  # the CPU seconds the time model used (0: peak reserved)
     model_curve: bool = False  # the time model used the job's measured memory curve
-    paused: float = 0.0  # seconds it was stopped by the guard
+    paused: float = 0.0  # seconds it was stopped by the guard or the backstop
     pauses: int = 0
+    held: int = 0  # of its pauses, those by the backstop (measured memory near the budget)
+    requeued: bool = False  # killed by the backstop to make room; run again as a new job
+    rerun: bool = False  # the run again of a requeued job
+    speculative: bool = False  # admitted on its prior's time, the backstop as the guarantee
+    kind: str = "compile"  # compile | link
+    measured_by: str = ""  # cgroup (the kernel's peak of its own cgroup) | tree (sampled)
     group: str = ""  # estimate group (recipe glob, umbrella header) when not measured
     family: str = ""  # the umbrella header's group, which learns from every job
 
@@ -127,6 +134,7 @@ class Live:
     paused: bool = False
     paused_at: float = 0.0
     paused_total: float = 0.0
+    held: bool = False  # stopped by the backstop: only the backstop thaws it
     granted: bool = False  # the grant was written: commands may follow
     conn: socket.socket | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -145,6 +153,23 @@ class Live:
         return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
                        self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
                        span=self.span)
+
+    def stop(self, now: float, held: bool = False) -> None:
+        """Pause it (``held``: by the backstop, which alone thaws it)."""
+        if not self.paused:
+            self.paused, self.paused_at = True, now
+            self.rec.pauses += 1
+            self.command("pause")
+        if held and not self.held:
+            self.held = True
+            self.rec.held += 1
+
+    def go(self, now: float) -> None:
+        """Resume it."""
+        if self.paused:
+            self.paused_total += now - self.paused_at
+            self.paused = self.held = False
+            self.command("resume")
 
     def command(self, op: str) -> None:
         """Send ``pause``/``resume`` (after the grant; a lost connection is the
@@ -182,3 +207,12 @@ def oom_kills(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
                    f"({int(job.get('reserve', 0)) >> 20} MiB reserved, estimate from "
                    f"{job.get('source', '?')}); {after}")
     return out
+
+
+def requeues(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per compile the backstop killed and ran again to keep the build within its
+    budget (its work until then was lost; no OOM kill happened)."""
+    return [f"{job.get('file', '?')} was stopped at {int(job.get('peak', 0)) >> 20} MiB and "
+            f"run again ({int(job.get('reserve', 0)) >> 20} MiB reserved, estimate from "
+            f"{job.get('source', '?')}): the build's memory reached its budget"
+            for job in jobs if job.get("requeued")]

@@ -36,24 +36,23 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder.memory import jobgroup
+from builder.memory.jobgroup import JobGroup
+from builder.memory.proctree import signal_tree, tree_sample
+
 __all__ = [
-    "CHILDREN_FILES",
     "CURVE_POINTS",
     "LAUNCHED",
     "OOM_MARKERS",
-    "PAGE",
     "SOURCE_SUFFIXES",
-    "TICKS",
     "Channel",
     "Measured",
     "curve_of",
-    "descendants",
     "is_oom",
     "main",
+    "output_of",
     "run_measured",
-    "signal_tree",
     "source_of",
-    "tree_sample",
 ]
 
 #: set in a launched compiler's environment: launchers below it do not ask again
@@ -78,103 +77,7 @@ def source_of(argv: list[str]) -> str | None:
     return cands[-1] if cands else None
 
 
-TICKS = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 CURVE_POINTS = 20
-
-
-def _table() -> dict[int, tuple[int, int]]:
-    """pid → (parent pid, CPU clock ticks used by it and its reaped children)."""
-    procs: dict[int, tuple[int, int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
-            # after the name: state ppid … utime(11) stime cutime cstime
-            procs[int(entry.name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
-        except (OSError, ValueError, IndexError):
-            continue
-    return procs
-
-
-def _tree(root: int, procs: dict[int, tuple[int, int]]) -> list[int]:
-    kids: dict[int, list[int]] = {}
-    for pid, (ppid, _) in procs.items():
-        kids.setdefault(ppid, []).append(pid)
-    out, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        out.append(pid)
-        stack.extend(kids.get(pid, ()))
-    return out
-
-
-#: the kernel lists each task's children (CONFIG_PROC_CHILDREN, Linux ≥ 3.5): walking the
-#: tree through them reads a few files per sample instead of every process's ``stat`` —
-#: about 0.3 ms instead of 1.5–2.5 ms with 80 processes here, and it does not grow with the
-#: machine's process count (a sample every 0.1 s per running compile)
-CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
-
-
-def _kids(pid: int) -> list[int]:
-    """Children of every thread of ``pid`` (a child belongs to the thread that forked it)."""
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out  # gone
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                out.extend(int(x) for x in f.read().split())
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def descendants(root: int) -> list[int]:
-    """``root`` and its descendants, parents first."""
-    if not CHILDREN_FILES:
-        return _tree(root, _table())
-    out, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        out.append(pid)
-        stack.extend(_kids(pid))
-    return out
-
-
-def _ticks(pid: int) -> int:
-    """CPU clock ticks used by ``pid`` and its reaped children (0: gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        return sum(int(x) for x in stat[stat.rindex(b")") + 2:].split()[11:15])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _rss(pid: int) -> int:
-    """Anonymous resident memory of ``pid``: resident less file-backed and shared pages
-    (``statm`` fields 2 and 3).  That is what a memory cgroup cannot reclaim and what
-    runs it out of memory; the compiler's own binary and libraries are file pages,
-    shared by every job and reclaimable, which the budget's reserve covers once."""
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            fields = f.read().split()
-        return max(0, int(fields[1]) - int(fields[2])) * PAGE
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def tree_sample(root: int) -> tuple[int, float, int]:
-    """(anonymous resident bytes, CPU seconds so far, processes) of ``root`` and its
-    descendants."""
-    pids = descendants(root)
-    return sum(_rss(p) for p in pids), sum(_ticks(p) for p in pids) / TICKS, len(pids)
 
 
 def curve_of(samples: list[tuple[float, int]], cpu: float, points: int = CURVE_POINTS
@@ -199,22 +102,6 @@ def curve_of(samples: list[tuple[float, int]], cpu: float, points: int = CURVE_P
         out.append(min(1.0, math.ceil(top / peak * 1000) / 1000))
     out[-1] = 1.0
     return tuple(out)
-
-
-def signal_tree(root: int, sig: int) -> None:
-    """Send ``sig`` to ``root`` and its descendants, parents first; for SIGSTOP again
-    until no new process appears (one may have been forked meanwhile)."""
-    done: set[int] = set()
-    while True:
-        todo = [p for p in descendants(root) if p not in done]
-        if not todo:
-            return
-        for pid in todo:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-            done.add(pid)
-        if sig != signal.SIGSTOP:
-            return
 
 
 class Channel:
@@ -272,23 +159,72 @@ class Channel:
 @dataclass
 class Measured:
     rc: int
-    peak: int  # bytes, the tree's largest sampled anonymous RSS
+    peak: int  # bytes: the kernel's peak of its cgroup, else the tree's largest sample
     seconds: float  # wall
     cpu: float  # CPU seconds of the whole tree
     err: bytes  # the end of stderr
     paused: float = 0.0  # seconds spent stopped by the broker
     procs: int = 1  # most processes seen in the tree (1 for a compiler-cache hit)
-    curve: tuple[float, ...] = ()  # its memory curve (:func:`curve_of`)
+    curve: tuple[float, ...] = ()  # its memory curve (:func:`curve_at`)
+    requeued: bool = False  # the broker had it killed to make room: run it again
+    oom_kills: int = 0  # processes of its cgroup the kernel killed out of memory
+
+
+class _Control:
+    """Stops, continues and kills one compile: its cgroup where it has one that can
+    freeze (every process at once), else signals to its process tree."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], group: JobGroup | None) -> None:
+        self.proc, self.group = proc, group
+        self.paused_at, self.paused_total, self.requeued = 0.0, 0.0, False
+
+    def pause(self) -> None:
+        if self.paused_at:
+            return
+        if not (self.group is not None and self.group.can_freeze and self.group.freeze(True)):
+            signal_tree(self.proc.pid, signal.SIGSTOP)
+        self.paused_at = time.monotonic()
+
+    def resume(self) -> None:
+        if not self.paused_at:
+            return
+        if self.group is not None and self.group.can_freeze:
+            self.group.freeze(False)
+        signal_tree(self.proc.pid, signal.SIGCONT)  # harmless after a thaw
+        self.paused_total += time.monotonic() - self.paused_at
+        self.paused_at = 0.0
+
+    def kill(self) -> None:
+        """The broker's last resort: this job's work is lost, nothing else."""
+        self.requeued = True
+        if self.group is not None:
+            self.group.kill()
+        signal_tree(self.proc.pid, signal.SIGKILL)
+        signal_tree(self.proc.pid, signal.SIGCONT)
+        self.paused_at = 0.0
+
+
+def _spawn(argv: list[str], group: JobGroup | None) -> subprocess.Popen[bytes]:
+    env = {**os.environ, LAUNCHED: "1"}
+    if group is not None:
+        try:
+            # no other thread runs yet in the launcher (the stderr pump starts after)
+            return subprocess.Popen(argv, stderr=subprocess.PIPE, env=env,
+                                    preexec_fn=group.enter)  # noqa: PLW1509
+        except subprocess.SubprocessError:
+            pass  # the leaf could not be joined: run it outside, measured by sampling
+    return subprocess.Popen(argv, stderr=subprocess.PIPE, env=env)
 
 
 def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None = None,
-                 report: float = 0.5) -> Measured:
+                 report: float = 0.5, group: JobGroup | None = None) -> Measured:
     """Run ``argv``, passing its output through as it comes, sampling its process tree
     every ``interval``; with a ``channel``, report progress every ``report`` seconds and
-    obey pause/resume."""
+    obey pause/resume/requeue; in ``group`` (its own cgroup) where one was made."""
     start = time.monotonic()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, env={**os.environ, LAUNCHED: "1"})
+    proc = _spawn(argv, group)
+    ctl = _Control(proc, group)
     peak = 0
     err = bytearray()
 
@@ -304,7 +240,7 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
 
     t = threading.Thread(target=pump, daemon=True)
     t.start()
-    paused_at, paused_total, reported, procs = 0.0, 0.0, 0.0, 1
+    reported, procs = 0.0, 1
     samples: list[tuple[float, int]] = []
     try:
         while proc.poll() is None:
@@ -317,34 +253,34 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
             now = time.monotonic()
             if now - reported >= report:
                 channel.send({"op": "progress", "cpu": cpu, "rss": rss,
-                              "paused": bool(paused_at)})
+                              "paused": bool(ctl.paused_at)})
                 reported = now
             for msg in channel.poll(interval):
-                if msg.get("op") == "pause" and not paused_at:
-                    signal_tree(proc.pid, signal.SIGSTOP)
-                    paused_at = time.monotonic()
+                if msg.get("op") == "pause" and not ctl.paused_at:
+                    ctl.pause()
                     # the exact CPU time it stopped at
                     channel.send({"op": "progress", "cpu": tree_sample(proc.pid)[1],
                                   "rss": rss, "paused": True})
-                elif msg.get("op") == "resume" and paused_at:
-                    signal_tree(proc.pid, signal.SIGCONT)
-                    paused_total += time.monotonic() - paused_at
-                    paused_at = 0.0
-            if channel.closed and paused_at:  # the broker went away: never stay stopped
-                signal_tree(proc.pid, signal.SIGCONT)
-                paused_total += time.monotonic() - paused_at
-                paused_at = 0.0
+                elif msg.get("op") == "resume":
+                    ctl.resume()
+                elif msg.get("op") == "requeue":
+                    ctl.kill()
+            if channel.closed and ctl.paused_at:  # the broker went away: never stay stopped
+                ctl.resume()
     finally:
-        if paused_at and proc.poll() is None:
-            signal_tree(proc.pid, signal.SIGCONT)
+        if ctl.paused_at and proc.poll() is None:
+            ctl.resume()
     proc.wait()
     t.join()
     if proc.stderr is not None:
         proc.stderr.close()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    kills = 0
+    if group is not None:
+        peak, kills = max(peak, group.peak()), group.oom_kills()
     return Measured(proc.returncode, peak, time.monotonic() - start, cpu, bytes(err),
-                    paused_total, procs, curve_of(samples, cpu))
+                    ctl.paused_total, procs, curve_of(samples, cpu), ctl.requeued, kills)
 
 
 def is_oom(rc: int, err: bytes) -> bool:
@@ -370,36 +306,70 @@ def _exit_on(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def output_of(argv: list[str]) -> str | None:
+    """The file a link command writes (``-o FILE``); None: not a link the broker can name."""
+    for i, a in enumerate(argv[:-1]):
+        if a == "-o":
+            return argv[i + 1]
+    return next((a[2:] for a in argv if a.startswith("-o") and len(a) > 2), None)
+
+
+def _job(argv: list[str]) -> tuple[list[str], str | None, str]:
+    """(the command, the file that names the job, its kind): ``--link`` first marks the
+    launcher of a link step (``CMAKE_<LANG>_LINKER_LAUNCHER``), named by its output."""
+    if argv[:1] == ["--link"]:
+        cmd = argv[1:]
+        return cmd, output_of(cmd), "link"
+    return argv, source_of(argv), "compile"
+
+
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: python -m builder.memory.launcher COMPILER ARGS…", file=sys.stderr)
+    if not argv or argv == ["--link"]:
+        print("usage: python -m builder.memory.launcher [--link] COMPILER ARGS…",
+              file=sys.stderr)
         return 2
+    argv, src, kind = _job(argv)
     broker = os.environ.get("BUILDER_BROKER", "")
-    src = source_of(argv)
     if not broker or not Path(broker).exists() or src is None or os.environ.get(LAUNCHED):
         os.execvp(argv[0], argv)
     file = os.path.abspath(src)
-    retry = False
+    retry = requeued = False
     # a stop request while the broker has the compiler paused: resume it on the way out
     # (run_measured's finally), or it would stay stopped, holding its memory
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit_on)
     while True:
+        group = jobgroup.make()
         try:
-            conn, grant = _ask(broker, {"op": "acquire", "file": file, "argv": argv,
-                                        "cwd": os.getcwd(), "retry": retry})
+            conn, grant = _ask(broker, {
+                "op": "acquire", "file": file, "argv": argv, "cwd": os.getcwd(),
+                "retry": retry, "requeued": requeued, "kind": kind,
+                "cgroup": str(group.path) if group else "",
+                "build_cgroup": os.environ.get(jobgroup.ENV, "")})
         except OSError:
+            if group is not None:
+                group.remove()
             os.execvp(argv[0], argv)  # the broker went away: behave like no launcher
         cmd = list(argv)
         if grant.get("lowmem"):
             # appended last so that they override (-O1 after -O2, -g0 after -g)
             cmd += [str(x) for x in grant.get("flags", [])]  # type: ignore[attr-defined]
-        m = run_measured(cmd, channel=conn)
+        try:
+            m = run_measured(cmd, channel=conn, group=group)
+        finally:
+            if group is not None:
+                group.remove()
         rc, peak = m.rc, m.peak
-        oom = rc != 0 and is_oom(rc, m.err)
+        oom = not m.requeued and rc != 0 and (m.oom_kills > 0 or is_oom(rc, m.err))
         _done(conn, {"op": "done", "rc": rc, "peak": peak, "seconds": m.seconds, "cpu": m.cpu,
                      "paused": m.paused, "procs": m.procs, "oom": oom,
-                     "curve": list(m.curve)})
+                     "curve": list(m.curve), "requeued": m.requeued,
+                     "measured_by": "cgroup" if group else "tree"})
+        if m.requeued:
+            print(f"builder: {src} was stopped to keep the build within its memory budget; "
+                  "running it again", file=sys.stderr)
+            requeued = True
+            continue
         if oom and not retry:
             print(f"builder: {src} was killed, most likely out of memory (peak {peak >> 20} "
                   f"MiB); retrying alone with the low-memory flags", file=sys.stderr)

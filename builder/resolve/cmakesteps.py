@@ -188,7 +188,7 @@ def _python_defines(ctx: VariantContext) -> dict[str, str]:
 
 def _launchers(ctx: VariantContext, be: Backend, defines: dict[str, str]
                ) -> list[tuple[str, str]]:
-    """Every compile goes through the memory launcher, which asks the build's broker
+    """Every compile and link goes through the memory launcher, which asks the build's broker
     (chained with a compiler cache: the memory launcher admits, then runs ccache/sccache).
     Returns the compiler cache's environment."""
     host = ctx.host
@@ -200,6 +200,9 @@ def _launchers(ctx: VariantContext, be: Backend, defines: dict[str, str]
     launcher = ";".join(chain)
     for lang in ("C", "CXX", *([be.cmake_language] if be.cmake_language else [])):
         defines.setdefault(f"CMAKE_{lang}_COMPILER_LAUNCHER", launcher)
+    # links are admitted too (CMake implements linker launchers for C and C++ only)
+    for lang in ("C", "CXX"):
+        defines.setdefault(f"CMAKE_{lang}_LINKER_LAUNCHER", ";".join([*chain[:3], "--link"]))
     return cache_env
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.memory import launcher
+from builder.memory import proctree
 
 #: a parent holding 30 MiB that starts a child holding 50 MiB, which starts `sleep`
 TREE = ("import subprocess, sys, time\n"
@@ -26,38 +26,39 @@ TREE = ("import subprocess, sys, time\n"
 def tree():  # type: ignore[no-untyped-def]
     p = subprocess.Popen([sys.executable, "-c", TREE])
     deadline = time.monotonic() + 20
-    while len(launcher._tree(p.pid, launcher._table())) < 3 and time.monotonic() < deadline:
+    while len(proctree.subtree(p.pid, proctree.process_table())) < 3 and \
+            time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)  # the child has touched its 50 MiB
     yield p.pid
-    launcher.signal_tree(p.pid, 9)
+    proctree.signal_tree(p.pid, 9)
     p.wait()
 
 
 @pytest.mark.parametrize("children_files", [True, False], ids=["children-files", "scan"])
 def test_tree_sample_sees_every_descendant(tree: int, children_files: bool,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    if children_files and not launcher.CHILDREN_FILES:
+    if children_files and not proctree.CHILDREN_FILES:
         pytest.skip("this kernel has no /proc/<pid>/task/<tid>/children")
-    monkeypatch.setattr(launcher, "CHILDREN_FILES", children_files)
-    pids = launcher.descendants(tree)
+    monkeypatch.setattr(proctree, "CHILDREN_FILES", children_files)
+    pids = proctree.descendants(tree)
     assert pids[0] == tree and len(pids) == 3
-    assert sorted(pids) == sorted(launcher._tree(tree, launcher._table()))
-    rss, cpu, n = launcher.tree_sample(tree)
+    assert sorted(pids) == sorted(proctree.subtree(tree, proctree.process_table()))
+    rss, cpu, n = proctree.tree_sample(tree)
     assert n == 3 and rss >= 80 * 2**20 and cpu > 0
 
 
 def test_signal_tree_stops_and_continues_every_descendant(tree: int) -> None:
     def states() -> set[str]:
         out = set()
-        for pid in launcher.descendants(tree):
+        for pid in proctree.descendants(tree):
             stat = Path(f"/proc/{pid}/stat").read_text()
             out.add(stat[stat.rindex(")") + 2])
         return out
 
-    launcher.signal_tree(tree, 19)  # SIGSTOP
+    proctree.signal_tree(tree, 19)  # SIGSTOP
     time.sleep(0.2)
     assert states() == {"T"}
-    launcher.signal_tree(tree, 18)  # SIGCONT
+    proctree.signal_tree(tree, 18)  # SIGCONT
     time.sleep(0.2)
     assert "T" not in states()

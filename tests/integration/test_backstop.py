@@ -1,0 +1,104 @@
+"""The memory backstop with real cgroups: compiles whose estimates are far too low, in a
+build cgroup capped below what they need together.  Without the backstop the kernel
+OOM-kills one of them; with it, none is killed by the kernel — they are frozen, thawed
+and (as a last resort) run again — and every one succeeds.  Each job runs in a cgroup
+of its own, which measures its peak."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder.memory import cgroup
+from builder.memory.broker import Broker, BrokerConfig
+from tests.conftest import REPO
+
+MiB = 2**20
+
+GROW = """\
+import sys, time
+mib, secs = int(sys.argv[1]), float(sys.argv[2])
+held, step = [], 5
+for _ in range(mib // step):
+    held.append(b"\\x01" * (step * 2**20))  # written, so resident
+    time.sleep(secs * step / mib)
+time.sleep(0.3)
+"""
+
+DRIVER = """\
+import os, subprocess, sys
+n, grow, mib, secs, root = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+procs = []
+for i in range(n):
+    src = os.path.join(root, f"tu{i}.cpp")
+    open(src, "w").write("int x;\\n")
+    procs.append(subprocess.Popen([sys.executable, "-m", "builder.memory.launcher",
+                                   sys.executable, grow, mib, secs, "-c", src]))
+sys.exit(max(p.wait() for p in procs))
+"""
+
+
+def _cgroup_or_skip() -> None:
+    try:
+        g = cgroup.create(f"probe{os.getpid()}", 1 << 30)
+        cgroup.remove(g)
+    except (cgroup.CgroupUnavailable, OSError) as exc:
+        pytest.skip(f"no writable memory cgroup here ({exc})")
+
+
+def _build(tmp_path: Path, backstop: bool, cap: int, jobs: int, mib: int
+           ) -> tuple[subprocess.CompletedProcess[str], Broker]:
+    (tmp_path / "grow.py").write_text(GROW)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    broker = Broker(tmp_path / "b.sock", BrokerConfig(
+        budget=cap, slots=jobs, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
+        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10 * MiB),),
+        backstop=backstop, settle=0.5))
+    broker.start()
+    env = {**os.environ, "BUILDER_BROKER": str(broker.path), "PYTHONPATH": str(REPO)}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "builder.memory.cgroup", "--limit", str(cap), "--name",
+             f"test-backstop-{os.getpid()}-{int(backstop)}", "--", sys.executable,
+             str(tmp_path / "driver.py"), str(jobs), str(tmp_path / "grow.py"), str(mib),
+             "2.0", str(tmp_path)], env=env, capture_output=True, text=True, timeout=240,
+            check=False)
+    finally:
+        broker.stop()
+    return proc, broker
+
+
+def _kills(out: str) -> int:
+    return sum(int(k) for k in re.findall(r"OOM kills: (\d+)", out))
+
+
+def test_the_backstop_keeps_the_kernel_from_killing(tmp_path: Path) -> None:
+    _cgroup_or_skip()
+    proc, broker = _build(tmp_path, backstop=True, cap=420 * MiB, jobs=4, mib=150)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert _kills(out) == 0, out
+    jobs = broker.report()
+    assert not any(j["oom"] for j in jobs)
+    assert sum(j["held"] for j in jobs) + sum(j["requeued"] for j in jobs) >= 1
+    done = [j for j in jobs if j["rc"] == 0]
+    assert len(done) == 4
+    # each job in a cgroup of its own: the kernel's peak, not a sample
+    assert all(j["measured_by"] == "cgroup" for j in done)
+    assert all(140 * MiB <= j["peak"] <= 200 * MiB for j in done), [j["peak"] for j in done]
+    assert broker.most_used <= 420 * MiB
+
+
+def test_without_the_backstop_the_kernel_kills(tmp_path: Path) -> None:
+    """The same build with the backstop off: the estimates let all four start, their
+    memory passes the cap, and the kernel kills (the launcher then retries alone)."""
+    _cgroup_or_skip()
+    proc, broker = _build(tmp_path, backstop=False, cap=420 * MiB, jobs=4, mib=150)
+    out = proc.stdout + proc.stderr
+    assert _kills(out) >= 1, out
+    assert any(j["oom"] for j in broker.report())
