@@ -55,16 +55,21 @@ def held(truth: Truth, file: str, cpu: float) -> float:
 
 
 def replay(truth: Truth, estimates: dict[str, Estimate], budget: int, slots: int, *,
-           learn_margin: float | None = None, hold: str = "") -> float:
-    """Wall seconds of one build.  ``learn_margin`` replaces the learned margins;
-    ``hold`` is a file not admitted before some job of the build was measured."""
+           learn_margin: float | None = None, hold: str = "", speculate: bool = False
+           ) -> tuple[float, float]:
+    """(wall seconds, most bytes held at once) of one build.  ``learn_margin`` replaces
+    the learned margins; ``hold`` is a file not admitted before some job of the build was
+    measured; ``speculate``: jobs never measured are admitted on their prior's CPU time
+    and without the prior's margin, as the broker does while its backstop watches (the
+    replay has no backstop: the most held says whether it would have had to act)."""
     files = [f for f in NINJA_ORDER if f in truth]
-    jobs = {f: Job(f, e.reserve, n, e.cpu, curve=e.curve)
+    jobs = {f: Job(f, e.peak if speculate and not e.cpu else e.reserve, n,
+                   e.seconds if speculate and not e.cpu else e.cpu, curve=e.curve)
             for n, (f, e) in enumerate((f, estimates[f]) for f in files)}
     waiting = list(files)
     running: dict[str, tuple[Job, float]] = {}  # file → (job as admitted, start)
     known: dict[str, Learned] = {}
-    now = 0.0
+    now, most = 0.0, 0.0
     while waiting or running:
         holding: dict[str, int] = {}
         for g, (_, st) in running.items():
@@ -85,6 +90,7 @@ def replay(truth: Truth, estimates: dict[str, Estimate], budget: int, slots: int
         for g in admit(candidates, view, budget, slots, now=now, overhead=overhead):
             waiting.remove(g.job.id)
             running[g.job.id] = (g.job, now)
+        most = max(most, sum(held(truth, f, now + TICK - st) for f, (_, st) in running.items()))
         now += TICK
         for f, (_, st) in list(running.items()):
             peak, cpu, curve = truth[f]
@@ -92,7 +98,7 @@ def replay(truth: Truth, estimates: dict[str, Estimate], budget: int, slots: int
                 del running[f]
                 for group in {estimates[f].group, estimates[f].family} - {""}:
                     known[group] = known.get(group, Learned()).add(peak, cpu, curve)
-    return now
+    return now, most
 
 
 def fixed(truth: Truth, n: int) -> tuple[float, float]:
@@ -139,8 +145,10 @@ def main() -> int:
     exact = estimates(tuple((f, p) for f, (p, _, _) in truth.items()))
     print(f"libamm, {len(truth)} compile jobs from {args.history.name}; cap {args.cap}, budget "
           f"{budget / GiB:.2f} GiB, {args.cores} cores")
-    rows = [("cold, as builder runs it (recipe estimates)", replay(truth, cold, budget,
-                                                                    args.cores)),
+    rows = [("cold, as builder ran it before the backstop", replay(truth, cold, budget,
+                                                                   args.cores)),
+            ("cold, speculative (backstop watching)", replay(truth, cold, budget, args.cores,
+                                                             speculate=True)),
             ("cold, exact per-file peaks as recipe values", replay(truth, exact, budget,
                                                                    args.cores)),
             ("cold, no margin on learned estimates", replay(truth, cold, budget, args.cores,
@@ -149,8 +157,9 @@ def main() -> int:
              replay(truth, cold, budget, args.cores, hold="python/bindings.cpp")),
             ("with history (every job measured)", replay(truth, estimates((), True), budget,
                                                          args.cores))]
-    for label, wall in rows:
-        print(f"{label:52} {wall:6.1f} s")
+    for label, (wall, most) in rows:
+        print(f"{label:52} {wall:6.1f} s  holds up to {most / GiB:.2f} GiB"
+              f"{'  (more than the budget)' if most > budget else ''}")
     for n in range(3, 7):
         wall, most = fixed(truth, n)
         print(f"{'fixed -j' + str(n):52} {wall:6.1f} s  holds up to {most / GiB:.2f} GiB"

@@ -287,7 +287,7 @@ class Broker:
         with self.cond:
             self.most_used = max(self.most_used, used)
             dying = any(live.rec.requeued for live in self.running.values())
-            views = [backstop.JobView(i, live.started, live.rec.reserve, live.rss,
+            views = [backstop.JobView(i, live.started, self._expected(live), live.rss,
                                       live.paused, live.held)
                      for i, live in self.running.items()
                      if live.granted and not live.rec.requeued]
@@ -302,6 +302,13 @@ class Broker:
                 live.command("requeue")
             if act.thaw:
                 self._schedule()
+
+    def _expected(self, live: Live) -> int:
+        """The peak a running job is expected to reach: its reservation, or what its
+        siblings reached, or — once it holds more than either — a quarter more than now."""
+        top = max([live.rec.reserve, *(self.learned[g].peak for g in live.rec.groups
+                                       if g in self.learned)])
+        return top if live.rss < top else live.rss * 5 // 4
 
     def _learn(self) -> None:
         """Re-estimate waiting jobs from what their group measured in this build
