@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,43 @@ def test_without_the_backstop_the_kernel_kills(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert _kills(out) >= 1, out
     assert any(j["oom"] for j in broker.report())
+
+
+def test_a_job_cgroup_freezes_thaws_and_kills_its_whole_tree(tmp_path: Path) -> None:
+    """A compile's processes — a child forked after it started included — are frozen at
+    once (no CPU time used), thawed, and killed through its leaf."""
+    _cgroup_or_skip()
+    from builder.memory import jobgroup
+    from builder.memory.proctree import tree_sample
+
+    build = cgroup.create(f"test-job-{os.getpid()}", 1 << 30)
+    try:
+        group = jobgroup.make({jobgroup.ENV: str(build)})
+        assert group is not None and group.can_freeze
+        spin = ("import subprocess, sys, time\n"
+                "subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
+                "while True: pass\n")
+        proc = subprocess.Popen([sys.executable, "-c", spin],
+                                preexec_fn=group.enter)  # noqa: PLW1509 (no threads here)
+        deadline = time.monotonic() + 20
+        while len(group.pids()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(group.pids()) == 2  # the child was born inside
+        assert group.freeze(True)
+        time.sleep(0.3)
+        cpu = tree_sample(proc.pid)[1]
+        time.sleep(0.6)
+        assert tree_sample(proc.pid)[1] - cpu < 0.05  # frozen: no CPU time
+        assert group.freeze(False)
+        time.sleep(0.6)
+        assert tree_sample(proc.pid)[1] - cpu > 0.1  # thawed: they spin again
+        group.kill()
+        assert proc.wait(timeout=20) == -9
+        deadline = time.monotonic() + 20
+        while group.pids() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert group.pids() == []
+        group.remove()
+        assert not group.path.exists()
+    finally:
+        cgroup.remove(build)
