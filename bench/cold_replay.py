@@ -29,9 +29,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder.memory.estimate import Estimate, estimate, scan_includes  # noqa: E402
+from builder.memory.estimate import (  # noqa: E402
+    Estimate,
+    estimate,
+    ramp_model,
+    scan_includes,
+)
 from builder.memory.jobs import LAUNCHER_BYTES, Learned, relearn  # noqa: E402
-from builder.memory.policy import Job, Running, admit, curve_at  # noqa: E402
+from builder.memory.policy import Job, Model, Running, admit, curve_at  # noqa: E402
 from builder.recipe.recipeset import load_recipe  # noqa: E402
 from builder.recipe.validate import parse_size  # noqa: E402
 from builder.resolve.request import MIN_RESERVE  # noqa: E402
@@ -55,8 +60,8 @@ def held(truth: Truth, file: str, cpu: float) -> float:
 
 
 def replay(truth: Truth, estimates: dict[str, Estimate], budget: int, slots: int, *,
-           learn_margin: float | None = None, hold: str = "", speculate: bool = False
-           ) -> tuple[float, float]:
+           learn_margin: float | None = None, hold: str = "", speculate: bool = False,
+           model: Model | None = None) -> tuple[float, float]:
     """(wall seconds, most bytes held at once) of one build.  ``learn_margin`` replaces
     the learned margins; ``hold`` is a file not admitted before some job of the build was
     measured; ``speculate``: jobs never measured are admitted on their prior's CPU time
@@ -87,7 +92,8 @@ def replay(truth: Truth, estimates: dict[str, Estimate], budget: int, slots: int
                 for f, (j, st) in running.items()}
         candidates = [jobs[f] for f in waiting if not (f == hold and not known)]
         overhead = LAUNCHER_BYTES * (len(waiting) + len(running))
-        for g in admit(candidates, view, budget, slots, now=now, overhead=overhead):
+        for g in admit(candidates, view, budget, slots, now=now, overhead=overhead,
+                       model=model):
             waiting.remove(g.job.id)
             running[g.job.id] = (g.job, now)
         most = max(most, sum(held(truth, f, now + TICK - st) for f, (_, st) in running.items()))
@@ -156,7 +162,10 @@ def main() -> int:
             ("cold, bindings.cpp after the first measurement",
              replay(truth, cold, budget, args.cores, hold="python/bindings.cpp")),
             ("with history (every job measured)", replay(truth, estimates((), True), budget,
-                                                         args.cores))]
+                                                         args.cores)),
+            ("with history, backstop watching", replay(
+                truth, estimates((), True), budget, args.cores,
+                model=replace(ramp_model(), fast=ramp_model().watched_fast)))]
     for label, (wall, most) in rows:
         print(f"{label:52} {wall:6.1f} s  holds up to {most / GiB:.2f} GiB"
               f"{'  (more than the budget)' if most > budget else ''}")

@@ -216,6 +216,14 @@ class Broker:
         cached = bool(argv) and Path(argv[0]).name in CACHES
         return rec, key, file, cpu, max(threads, 1), cached, curve
 
+    def _model(self) -> Model:
+        """The time model now: thinner allowances while the backstop watches, tightened
+        for jobs seen running ahead of their curves (:func:`policy.sped_up`)."""
+        model = self.model
+        if self.build_cgroup is not None:
+            model = replace(model, fast=max(model.fast, model.watched_fast))
+        return sped_up(model, self.speed)
+
     def _watched(self, msg: dict[str, Any]) -> bool:
         """Whether the backstop watches this job's build cgroup (learnt from the first
         launcher that names it), so that a job never measured may be admitted on its
@@ -244,7 +252,7 @@ class Broker:
         now = self.now()
         view = {i: live.view(now) for i, live in self.running.items()}
         self.speed = max([self.speed, *(ahead_of(r) for r in view.values())])
-        model = sped_up(self.model, self.speed)
+        model = self._model()
         if self.cfg.pause and view:
             paused = guard(view, self.cfg.budget, now, model, self._overhead())
             for i, live in self.running.items():
@@ -418,7 +426,7 @@ class Broker:
         time model, the bound the policy allows each now)."""
         with self.cond:
             now = self.now()
-            model = sped_up(self.model, self.speed)
+            model = self._model()
             bounds = {i: int(envelope(live.view(now), now, model).ahead(now))
                       for i, live in self.running.items()}
             running = [(r, self.running[r.id]) for r in self.records

@@ -118,6 +118,9 @@ class Model:
     late: float = 1.05  # ... or this multiple; it is predicted gone only after that
     tick: float = 0.1  # seconds between runs of admission and guard
     horizon: float = 0.3  # how far ahead the guard looks (> tick + reaction time)
+    #: ``fast`` while the backstop watches the build's measured memory (a job faster than
+    #: its history then costs a freeze, never an OOM kill)
+    watched_fast: float = 0.95
 
 
 @dataclass(frozen=True)

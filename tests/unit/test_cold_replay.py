@@ -26,5 +26,8 @@ def test_replay_reproduces_the_measured_build_times() -> None:
     spec = secs["cold, speculative (backstop watching)"]
     assert spec <= cold + 0.5
     assert not re.search(r"speculative .*more than the budget", out)
+    # with history and the backstop watching: no slower than the best -jN that fits
+    assert secs["with history, backstop watching"] <= secs["fixed -j5"]
+    assert not re.search(r"backstop watching .*more than the budget", out)
     assert "fixed -j6" in out and re.search(r"fixed -j6 .*more than the budget", out)
     assert not re.search(r"fixed -j5 .*more than the budget", out)
