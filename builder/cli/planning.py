@@ -33,7 +33,7 @@ def load_recipes(args: argparse.Namespace, ws: Workspace) -> tuple[RecipeSet, li
     for p in paths:
         if not p.is_file():
             raise UsageError(f"no such recipe file: {p}")
-    rs = RecipeSet.load(ws.recipes_dir, paths)
+    rs = RecipeSet.load(ws.recipes_dir, paths, ws.schema_passes)
     if getattr(args, "all", False):
         roots = list(rs.recipes)
     elif args.recipes:

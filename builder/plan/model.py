@@ -10,10 +10,10 @@ folder, inputs hash, outputs, memory estimate and status — ``build``, ``downlo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from builder.plan.payloads import Payload, payload_from_json, payload_to_json
+from builder.plan.payloads import Payload, as_data, payload_from_json, payload_to_json
 
 __all__ = ["BUILD", "CACHED", "DOWNLOAD", "SKIP", "TO_RUN", "BuildPlan", "Step", "Variant",
            "variant_label"]
@@ -42,6 +42,9 @@ class Step:
     #: for steps done in-process (render, fetch, publish…): what to do, as typed data
     payload: Payload | None = None
     timeout: int = 3600
+
+
+_STEP_FIELDS = tuple(f.name for f in fields(Step))
 
 
 def variant_label(recipe: str, backend: str, build_type: str, python: str) -> str:
@@ -102,11 +105,13 @@ class BuildPlan:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("_index", None)
-        for step, out in zip(self.steps, d["steps"], strict=True):
-            out["payload"] = payload_to_json(step.payload)
-        return d
+        """``dataclasses.asdict`` of the plan (without its index), each step's payload
+        with its type."""
+        steps = tuple({n: payload_to_json(s.payload) if n == "payload" else
+                       as_data(getattr(s, n)) for n in _STEP_FIELDS} for s in self.steps)
+        return {"variants": as_data(self.variants), "steps": steps, "host": self.host,
+                "cpus": self.cpus, "memory_budget": self.memory_budget, "jobs": self.jobs,
+                "notes": as_data(self.notes), "version": self.version}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> BuildPlan:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 __all__ = ["CleanStage", "CollectInstall", "CompileJobs", "Download", "FetchSource", "HeavyJob",
            "KernelEntry", "MemoryConfig", "Payload", "Prediction", "PrepareBuild",
            "PublishInstall", "PublishKernels", "RenderFiles", "TestRun", "WheelBuild",
-           "payload_from_json", "payload_to_json"]
+           "as_data", "payload_from_json", "payload_to_json"]
 
 
 @dataclass(frozen=True)
@@ -213,8 +213,38 @@ _TYPES: dict[str, type[Any]] = {c.TYPE: c for c in (
     PublishKernels, WheelBuild, Download, PrepareBuild, CollectInstall, TestRun)}
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def as_data(x: Any) -> Any:
+    """:func:`dataclasses.asdict` for the plan's values, with the same result in a
+    fraction of the time (a plan holds tens of thousands of values, and ``builder plan
+    --format json`` converts every one of them)."""
+    t = type(x)
+    if t in _ATOMS:
+        return x
+    if t is tuple or t is list:
+        return t(as_data(i) for i in x)
+    names = _FIELDS.get(t)
+    if names is not None:
+        return {n: as_data(getattr(x, n)) for n in names}
+    if dataclasses.is_dataclass(x) and isinstance(t, type):
+        _FIELDS[t] = tuple(f.name for f in dataclasses.fields(x))
+        return as_data(x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a named tuple, as asdict does
+        return t(*(as_data(i) for i in x))
+    if isinstance(x, (list, tuple)):
+        return t(as_data(i) for i in x)
+    if isinstance(x, dict):
+        return t((as_data(k), as_data(v)) for k, v in x.items())
+    import copy
+
+    return copy.deepcopy(x)
+
+
 def payload_to_json(p: Payload | None) -> dict[str, Any] | None:
-    return None if p is None else {"type": p.TYPE, **dataclasses.asdict(p)}
+    return None if p is None else {"type": p.TYPE, **as_data(p)}
 
 
 def _value(hint: Any, raw: Any) -> Any:

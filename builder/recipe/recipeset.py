@@ -19,6 +19,7 @@ from packaging.version import Version
 
 from builder.errors import Diagnostic, Location, RecipeError, UsageError
 from builder.recipe.model import Recipe
+from builder.recipe.schemapass import SchemaPasses
 from builder.recipe.validate import file_digest, validate
 from builder.recipe.yamlload import load_text, read_text
 
@@ -34,11 +35,12 @@ def display_path(path: Path) -> str:
         return str(full)
 
 
-def load_recipe(path: Path) -> Recipe:
+def load_recipe(path: Path, passes: SchemaPasses | None = None) -> Recipe:
+    """``passes``: the files known to pass the schema (:mod:`builder.recipe.schemapass`)."""
     display = display_path(path)
     text, raw = read_text(path, display)
     data, pos = load_text(text, display)
-    return validate(data, pos, path, display, file_digest(raw))
+    return validate(data, pos, path, display, file_digest(raw), passes)
 
 
 def recipe_files(recipes_dir: Path) -> list[Path]:
@@ -59,7 +61,8 @@ def load_all(paths: Iterable[Path]) -> list[Recipe]:
     return recipes
 
 
-def _load_each(paths: Iterable[Path]) -> tuple[list[Recipe], list[Diagnostic], set[str]]:
+def _load_each(paths: Iterable[Path], passes: SchemaPasses | None = None
+               ) -> tuple[list[Recipe], list[Diagnostic], set[str]]:
     """The recipes that load, the problems of those that do not, and the package names those
     declare (as far as they can be read), so that the set's checks run on the rest."""
     recipes: list[Recipe] = []
@@ -67,7 +70,7 @@ def _load_each(paths: Iterable[Path]) -> tuple[list[Recipe], list[Diagnostic], s
     names: set[str] = set()
     for p in paths:
         try:
-            recipes.append(load_recipe(p))
+            recipes.append(load_recipe(p, passes))
         except RecipeError as exc:
             problems.extend(exc.diagnostics)
             try:
@@ -96,7 +99,10 @@ class RecipeSet:
             self.by_name[r.name] = r
 
     @staticmethod
-    def load(recipes_dir: Path, extra_paths: Iterable[Path] = ()) -> RecipeSet:
+    def load(recipes_dir: Path, extra_paths: Iterable[Path] = (),
+             schema_passes: Path | None = None) -> RecipeSet:
+        """``schema_passes``: the file that remembers which recipe files passed the
+        schema (:mod:`builder.recipe.schemapass`); None checks every file."""
         seen: set[Path] = set()
         paths: list[Path] = []
         for p in [*recipe_files(recipes_dir), *extra_paths]:
@@ -104,7 +110,10 @@ class RecipeSet:
             if rp not in seen:
                 seen.add(rp)
                 paths.append(p)
-        recipes, problems, unloaded = _load_each(paths)
+        passes = SchemaPasses(schema_passes) if schema_passes is not None else None
+        recipes, problems, unloaded = _load_each(paths, passes)
+        if passes is not None:
+            passes.save()
         return RecipeSet(recipes, problems, unloaded)
 
     def select(self, args: Iterable[str], recipes_dir: Path) -> list[Recipe]:

@@ -17,17 +17,19 @@ import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from builder.errors import RecipeError
 from builder.recipe import model as m
 from builder.recipe.diags import Diags, did_you_mean
+from builder.recipe.schemapass import SchemaPasses
 from builder.recipe.semantic import check_semantics, source_entries
 from builder.recipe.yamlload import PathKey, Positions, format_path
 from builder.resources import text as resource_text
+
+if TYPE_CHECKING:  # jsonschema is imported only when a file is checked against the schema
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 __all__ = ["build_model", "file_digest", "parse_size", "project_root_of", "schema", "validate"]
 
@@ -76,6 +78,8 @@ def _anchored(node: Any) -> Any:
 
 @cache
 def _validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator  # lazily: see builder.recipe.schemapass
+
     return Draft202012Validator(_anchored(schema()))
 
 
@@ -102,6 +106,8 @@ def _schema_diag(err: ValidationError, d: Diags) -> None:
             d.add(path, "a source needs exactly one of: `path`; `git` with `rev`; `url` with "
                   "`sha256`", "for example `source: {path: ../sources/mylib}`")
             return
+        from jsonschema.exceptions import best_match
+
         sub = best_match(err.context)
         if sub is not None:
             _schema_diag(sub, d)
@@ -335,15 +341,21 @@ def _install(inst: dict[str, Any]) -> m.InstallSpec:
                          bool(inst.get("project_rules", True)))
 
 
-def validate(data: Any, pos: Positions, file: Path, display: str, digest: str) -> m.Recipe:
-    """Schema + semantic checks; returns the model or raises RecipeError with all problems."""
+def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
+             passes: SchemaPasses | None = None) -> m.Recipe:
+    """Schema + semantic checks; returns the model or raises RecipeError with all problems.
+    ``passes``: the content digests known to pass the schema (``digest`` is the file's:
+    one found there is not checked against the schema again; one that passes is added)."""
     d = Diags(pos)
     if not isinstance(data, dict):
         d.add((), f"a recipe must be a mapping, got {_type_name(data)}",
               "start with `package: {name: ..., version: \"...\"}`")
         raise RecipeError(d.items)
-    for err in _validator().iter_errors(data):
-        _schema_diag(err, d)
+    if passes is None or digest not in passes:
+        for err in _validator().iter_errors(data):
+            _schema_diag(err, d)
+        if not d.items and passes is not None:
+            passes.add(digest)
     if not d.items:
         check_semantics(data, d, file.resolve().parent, project_root_of(file))
     else:

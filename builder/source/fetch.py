@@ -12,14 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import lzma
 import os
 import stat
-import tarfile
 import time
-import urllib.request
-import zipfile
-import zlib
 from pathlib import Path, PurePosixPath
 
 from builder.errors import FetchError
@@ -41,6 +36,8 @@ def source_key(kind: str, location: str, rev: str, sha256: str,
 def download(url: str, dest: Path, expected: str, limits: Limits | None = None) -> None:
     """Download ``url`` to ``dest``, verifying its sha256 (the file is removed on mismatch),
     within ``limits`` (time and size)."""
+    import urllib.request  # lazily: planning imports this module, only fetching downloads
+
     limits = limits or Limits()
     h = hashlib.sha256()
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -104,6 +101,11 @@ def _inside(base: Path, target: Path) -> bool:
 def extract(archive: Path, dest: Path, limits: Limits | None = None, label: str = "") -> None:
     """Extract a .tar(.gz/.bz2/.xz) or .zip into ``dest``, refusing unsafe members and
     staying within ``limits``; a damaged archive is a :class:`FetchError` naming it."""
+    import lzma  # lazily, like the archive modules: planning never extracts
+    import tarfile
+    import zipfile
+    import zlib
+
     limits = limits or Limits()
     try:
         _extract(archive, dest, limits, label or archive.name)
@@ -116,6 +118,9 @@ def extract(archive: Path, dest: Path, limits: Limits | None = None, label: str 
 
 
 def _extract(archive: Path, dest: Path, limits: Limits, name: str) -> None:
+    import tarfile
+    import zipfile
+
     dest.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + limits.timeout
 

@@ -19,6 +19,7 @@
 ``kernel-installs.json``  the published kernel trees builder made, with their keys
 ``report.html``        ``builder report``'s default output
 ``digests.json``       source-file digests keyed by size, mtime, ctime and inode
+``schema-passes.json``  the recipe files (by content) that passed the recipe schema
 ``.builder-state``     the marker that says builder made (or adopted) this folder
 =====================  ==========================================================
 """
@@ -89,6 +90,10 @@ class Workspace:
     @property
     def digest_cache(self) -> Path:
         return self.state / "digests.json"
+
+    @property
+    def schema_passes(self) -> Path:
+        return self.state / "schema-passes.json"
 
     @property
     def report_html(self) -> Path:
