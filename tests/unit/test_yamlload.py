@@ -43,7 +43,8 @@ def test_alias_bomb_is_refused_quickly() -> None:
     start = time.monotonic()
     with pytest.raises(RecipeError) as e:
         load_text("\n".join(lines) + "\n", "bomb.yaml")
-    assert time.monotonic() - start < 2.0
+    # expanded, its 10**9 nodes would take hours; a loaded machine takes seconds
+    assert time.monotonic() - start < 10.0
     assert "alias bomb" in e.value.render()
 
 
