@@ -37,8 +37,12 @@ from builder.util.files import atomic_write
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
-__all__ = ["OOM_MARKERS", "PARALLEL_KINDS", "Event", "Executor", "Summary",
+__all__ = ["DONE_KINDS", "OOM_MARKERS", "PARALLEL_KINDS", "Event", "Executor", "Summary",
            "needs_work", "parallel_batch"]
+
+#: steps keyed by the variant key whose success is recorded (``State.done``): the next
+#: plan finds them up to date while the compiled files they use are
+DONE_KINDS = frozenset({"test", "wheel"})
 
 #: what a compiler killed for memory prints (the launcher's list, as text)
 OOM_MARKERS = tuple(m.decode() for m in launcher.OOM_MARKERS)
@@ -180,6 +184,10 @@ class Executor:
             handler(step)
         else:
             self.commands(step)
+        if step.kind in DONE_KINDS:  # keyed by the variant key: up to date from now on
+            from builder.workspace.state import mark_done
+
+            mark_done(self.ws, step.inputs_hash)
 
     def _do_render(self, step: Step) -> None:
         assert isinstance(step.payload, RenderFiles)

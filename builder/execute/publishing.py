@@ -60,6 +60,7 @@ def publish_kernels(ex: StepHost, step: Step) -> None:
                 record["ptx_isa"] = m.group(1).decode()
         records.append(record)
     manifest = {"key": step.inputs_hash, "variant": step.variant, "artifacts": records,
+                **({"variant_key": pub.variant_key} if pub.variant_key else {}),
                 "files": [{"path": r["path"], "size": r["size"], "sha256": r["sha256"]}
                           for r in records],
                 "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -62,7 +62,7 @@ class Variant:
     python: str  # "" when the native build does not depend on the Python ABI
     archs: tuple[str, ...]
     options: tuple[tuple[str, str], ...]
-    key: str  # full inputs hash
+    key: str  # the variant key: every input, the tests' included (resolve.keys)
     prefix: str  # published install folder
     status: str = BUILD
     reason: str = ""
@@ -72,6 +72,9 @@ class Variant:
     notes: tuple[str, ...] = ()
     #: what the build is pinned to: source digest or commit, toolchain versions, Conan refs
     pins: tuple[tuple[str, str], ...] = ()
+    #: what the compiled files depend on (resolve.keys): the build, stage and install
+    #: folders, the Conan package and a remote's package are found by it
+    compile_key: str = ""
 
     @property
     def label(self) -> str:

@@ -125,6 +125,8 @@ class PublishKernels:
     tree: str
     root: str
     artifacts: tuple[Mapping[str, Any], ...]  # kernel, arch, format, path, cache, key, facts
+    #: the variant key the manifest records as complete ("": its tests are still to run)
+    variant_key: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """A Conan remote as the team's binary store: ``builder publish`` uploads built variants,
 ``builder build --remote NAME`` downloads a variant found there instead of building it.
 
-Each variant lives on the remote as Conan packages found by builder's variant key (the
+Each variant lives on the remote as Conan packages found by builder's compile key (the
 Conan option ``builder_key``, so the package_id covers settings, options, archs, the
-toolchain versions and the source digest — everything the key covers):
+toolchain versions and the source digest — everything the key covers; a test edit, which
+changes the variant key only, finds the same packages):
 
 * ``<name>/<version>`` — the CMake recipe's package, made by ``conan export-pkg`` during
   the build (the install tree; dependents' ``conan install`` consume it);
@@ -158,7 +159,7 @@ def conan_env(ws: Workspace) -> dict[str, str]:
 
 
 def keys_in(listing: dict[str, Any]) -> set[str]:
-    """Variant keys of the packages in a ``conan list --format json`` result."""
+    """Compile keys of the packages in a ``conan list --format json`` result."""
     keys: set[str] = set()
     for where in listing.values():
         if not isinstance(where, dict):
@@ -176,7 +177,7 @@ def keys_in(listing: dict[str, Any]) -> set[str]:
 
 def remote_keys(ws: Workspace, conan: str, remote: str, names: Iterable[tuple[str, str]],
                 capture: Capture = _default_capture) -> frozenset[str]:
-    """The variant keys whose artifacts package (the completeness marker) ``remote``
+    """The compile keys whose artifacts package (the completeness marker) ``remote``
     holds, for the recipes ``names`` ((name, version) pairs).  Raises
     :class:`RemoteError` when the remote is unknown, down or refuses us."""
     ensure_conan_home(ws)
@@ -237,7 +238,7 @@ def checked(runner: Runner, step_id: str, cwd: Path, env: dict[str, str], log: P
 
 
 def locate(run: Run, conan: str, ref: str, key: str, out_file: Path) -> Located | None:
-    """The local Conan cache's package of ``ref`` with variant key ``key``."""
+    """The local Conan cache's package of ``ref`` with compile key ``key``."""
     out_file.unlink(missing_ok=True)
     run([conan, "list", f"{ref}#*:*", "-p", key_query(key), "--format", "json",
          "--out-file", str(out_file)])
@@ -308,7 +309,8 @@ def artifacts_folder(folder: Path, v: Variant, wheels: Sequence[str],
             shutil.copy2(whl, folder / "wheels" / Path(w).name / whl.name)
     for e in kernel_entries:
         shutil.copytree(e, folder / "kernels" / Path(e).name)
-    manifest = {"key": v.key, "variant": v.id, "recipe": v.recipe, "version": v.version,
+    manifest = {"key": v.compile_key, "variant": v.id, "recipe": v.recipe,
+                "version": v.version,
                 "files": tree_hashes(folder, CONAN_META | {MANIFEST}),
                 "package_files": tree_hashes(package) if package is not None else {}}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True),
@@ -377,7 +379,7 @@ def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Run
         out_file = ws.temp_file("publish", ".json")
         main = None
         if cmake:
-            main = locate(run, conan, f"{v.recipe}/{v.version}", v.key, out_file)
+            main = locate(run, conan, f"{v.recipe}/{v.version}", v.compile_key, out_file)
             if main is None:
                 raise UsageError(f"{v.id}: its Conan package is not in builder's Conan "
                                  f"cache ({ws.conan_home}); rebuild it (remove {v.prefix} "
@@ -389,14 +391,15 @@ def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Run
                                                        encoding="utf-8")
         (work / "profile").write_text(build_profile(), encoding="utf-8")
         run([conan, "export-pkg", str(work / "recipe"), "-pr:a", str(work / "profile"),
-             "-o", f"&:builder_key={v.key}", "-c", f"user.builder:stage={work / 'content'}",
+             "-o", f"&:builder_key={v.compile_key}",
+             "-c", f"user.builder:stage={work / 'content'}",
              "-nr"])
         refs = ([f"{v.recipe}/{v.version}"] if cmake else []) + [artifacts_ref(v.recipe,
                                                                                v.version)]
         for ref in refs:
             try:
-                run([conan, "upload", f"{ref}#*:*", "-p", key_query(v.key), "-r", remote,
-                     "-c"])
+                run([conan, "upload", f"{ref}#*:*", "-p", key_query(v.compile_key), "-r",
+                     remote, "-c"])
             except StepFailed as failed:
                 why, fix = explain(remote, "\n".join(failed.tail))
                 raise RemoteError(remote, f"{why} (uploading {ref} of {v.id}; log: {log})",

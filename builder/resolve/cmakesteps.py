@@ -107,12 +107,12 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
                                  *option_args, "-c", f"user.builder:stage={stage}", "-nr"),),
                       env=conan_env, cwd=str(bdir), deps=(last,), timeout=600, **common))
     steps.append(Step(id=f"{sid}/publish", kind="publish", deps=(f"{sid}/export",),
-                      outputs=(v.prefix,), inputs_hash=v.key, **common,
+                      outputs=(v.prefix,), inputs_hash=v.compile_key, **common,
                       payload=PublishInstall(stage=str(stage), prefix=v.prefix,
                                              meta=install_meta(ctx))))
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
-    return [with_hash(s, v.key) for s in steps]
+    return [with_hash(s, v.compile_key) for s in steps]
 
 
 def _configure_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
@@ -268,9 +268,10 @@ def _build_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
 
 def conan_options(v: Variant) -> list[tuple[str, str]]:
     """The Conan options of a variant's package: backend, archs, the recipe's options
-    and the variant key (so a package — here or on a remote — is found by its key)."""
+    and the compile key (so a package — here or on a remote — is found by its key, and
+    a test edit finds the same one)."""
     return [("backend", v.backend), ("archs", ";".join(v.archs)), *v.options,
-            ("builder_key", v.key)]
+            ("builder_key", v.compile_key)]
 
 
 def conan_args(v: Variant, deps: Sequence[Variant]) -> list[str]:
@@ -353,6 +354,7 @@ def install_meta(ctx: VariantContext) -> dict[str, object]:
                                                           *cross)
              if (t := host.tool(name))}
     return {"recipe": v.recipe, "version": v.version, "variant": v.id, "backend": v.backend,
+            "variant_key": v.key,
             "build_type": v.build_type, "python": v.python, "archs": list(v.archs),
             "options": dict(v.options), "toolchains": tools,
             "python_interpreter": ctx.python.full if ctx.python else "",

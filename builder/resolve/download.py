@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from builder.plan.model import DOWNLOAD, Step, Variant
-from builder.plan.payloads import Download, KernelEntry, PublishInstall
+from builder.plan.payloads import Download, KernelEntry, PublishInstall, PublishKernels
 from builder.workspace.paths import Workspace
 
 __all__ = ["artifacts_ref", "download_steps", "key_query"]
@@ -35,13 +35,17 @@ def download_steps(v: Variant, steps: list[Step], remote: str, conan: str, ws: W
     stage = next((s.payload.stage for s in steps if isinstance(s.payload, PublishInstall)), "")
     download = Step(
         id=f"{sid}/download", kind="download", variant=sid,
-        commands=tuple((conan, "download", f"{ref}#*:*", "-p", key_query(v.key), "-r", remote)
+        commands=tuple((conan, "download", f"{ref}#*:*", "-p", key_query(v.compile_key), "-r",
+                        remote)
                        for ref in refs),
         env=env, cwd=str(ws.state), outputs=tuple(wheels), status=DOWNLOAD,
-        reason=v.reason, inputs_hash=v.key, timeout=1800,
-        payload=Download(remote=remote, conan=conan, key=v.key, refs=tuple(refs), stage=stage,
+        reason=v.reason, inputs_hash=v.compile_key, timeout=1800,
+        payload=Download(remote=remote, conan=conan, key=v.compile_key, refs=tuple(refs),
+                         stage=stage,
                          wheels=tuple(wheels), kernel_entries=tuple(entries)))
-    kept = [replace(s, status=DOWNLOAD, reason=v.reason, deps=(download.id,))
+    kept = [replace(s, status=DOWNLOAD, reason=v.reason, deps=(download.id,),
+                    payload=replace(s.payload, variant_key=v.key)
+                    if isinstance(s.payload, PublishKernels) else s.payload)
             for s in steps if s.kind in ("publish", "publish-kernels")]
     return [download, *kept]
 

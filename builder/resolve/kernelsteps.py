@@ -26,7 +26,14 @@ from builder.resolve.steps import (
     wheel_steps,
 )
 
-__all__ = ["kernel_steps", "kernels_root"]
+__all__ = ["kernel_steps", "kernels_root", "with_variant_key"]
+
+
+def with_variant_key(publish: Step, key: str) -> Step:
+    """The kernel tree's publish step recording ``key``, the variant key whose tests need
+    not run (none to run, or they ran where a downloaded tree was built)."""
+    assert isinstance(publish.payload, PublishKernels)
+    return replace(publish, payload=replace(publish.payload, variant_key=key))
 
 def kernels_root(ctx: VariantContext) -> Path:
     """``install.root`` substituted: an absolute path (ownership.install_root)."""
@@ -71,17 +78,18 @@ def kernel_steps(ctx: VariantContext) -> list[Step]:
     if fetch:
         steps = [replace(st, deps=(*st.deps, fetch[0].id)) for st in steps]
     status, reason, fix = variant_status(v)
-    if status == BUILD and ctx.kernel_installs.get(str(tree)) == v.key and \
+    if status == BUILD and ctx.kernel_installs.get(str(tree)) == v.compile_key and \
             all(s.status != BUILD for s in steps):
         status = CACHED
     publish = Step(id=f"{v.id}/publish", kind="publish-kernels", variant=v.id,
                    deps=tuple(s.id for s in steps if s.status != SKIP), outputs=(str(tree),),
-                   status=status, reason=reason, fix=fix, inputs_hash=v.key,
+                   status=status, reason=reason, fix=fix, inputs_hash=v.compile_key,
                    payload=PublishKernels(tree=str(tree), root=str(tree.parent),
                                           artifacts=tuple(artifacts)))
-    tests, _ = test_steps(ctx, publish.id, str(tree))
-    if publish.status == CACHED:  # the tests ran against this very tree when it was published
-        tests = [replace(t, status=CACHED) if t.status == BUILD else t for t in tests]
+    # a test that passed with this variant key against this very tree is up to date
+    tests, _ = test_steps(ctx, publish.id, str(tree), compiled=publish.status == CACHED)
+    if not any(t.status == BUILD for t in tests):  # none to run: the tree is complete with
+        publish = with_variant_key(publish, v.key)  # this variant key once published
     wheel = wheel_steps(ctx, str(Path(ctx.source_root()) / r.python.package), publish.id,
                         native=False)
     return [*fetch, *steps, publish, *tests, *wheel]

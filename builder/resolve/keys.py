@@ -1,8 +1,46 @@
-"""Variant keys: a digest of every input that can change a variant's outputs, and the
-pins (`builder lock`) that name those inputs one by one.
+"""Keys: digests of every input that can change a variant's outputs, in two layers, and
+the pins (`builder lock`) that name those inputs one by one.
 
-Two variants with the same key build the same files, so a complete install under that
-key is reused ("cached") and a key published on a remote is downloaded.
+* The **compile key** covers what changes the compiled files: build, stage and install
+  folders, the published install tree (manifest ``key``), the Conan package (option
+  ``builder_key``), the package on a remote and the wheel folder are all found by it.
+  The compile steps (fetch, render, conan-install, configure, prepare, build, stage,
+  collect, export, publish; kernel entries and the kernel tree) are up to date when an
+  install (or kernel tree) with that key is complete.
+* The **variant key** is the compile key plus what only the tests and the wheel use.
+  Test and wheel steps are keyed by it: editing a test command reruns the tests (and
+  remakes the wheel), never a compile.
+
+Which side each recipe field (:class:`builder.recipe.model.Recipe`) is on — when in
+doubt a field is on the compile side (a needless rebuild, never a stale one):
+
+=========================  =============================================================
+compile key                ``name``, ``version``, ``sources`` (their content digest,
+                           commit or sha256, and the patches' digests), ``build_system``
+                           and ``build.*`` (frontend, env, config_settings,
+                           configure_args), ``build_types`` (the variant's build type),
+                           ``enabled_by``, ``targets``, ``cxx_standard``, ``options``
+                           (declarations and the values), ``backends`` (tools, archs, os,
+                           flags, defines, formats, archs_option, kind, target),
+                           ``flags``, ``defines``, ``memory`` (unity/PCH change the
+                           compile; the rest is kept on this side too), ``requires``
+                           (recipes — through their compile keys —, conan pins, system,
+                           python: the specifications and the versions installed in the
+                           build's interpreter; builder cannot tell a test-only Python
+                           requirement from a build one), ``python`` (versions, abi,
+                           package, limited_api), ``install`` (root, layout, files,
+                           project_rules), ``kernels``; and from outside the recipe: the
+                           toolchain versions, the archs, the Python (per-Python
+                           variants), each ``${env.X}`` substituted into a compile input,
+                           the templates of generated files and :data:`FORMAT`
+variant key only           ``tests`` (every field: name, run, env, cwd, backends,
+                           devices, timeout, needs_gpu, allow_empty) and each ``${env.X}``
+                           they substitute; ``description`` (the wheel's summary) and
+                           ``wheel`` (manylinux, exclude, requires)
+neither                    ``file``, ``display``, ``digest``, ``positions`` (where the
+                           recipe is, not what it says), ``compiler_cache`` (how, not
+                           what, is built), ``license`` and ``homepage`` (used by nothing)
+=========================  =============================================================
 """
 
 from __future__ import annotations
@@ -20,25 +58,28 @@ from builder.resolve.system import packages_for
 from builder.resolve.system import table as system_table
 from builder.workspace.state import State
 
-__all__ = ["FORMAT", "KeyInputs", "conan_pins", "model_digest", "pins", "source_digest",
-           "tool_versions", "variant_key"]
+__all__ = ["FORMAT", "KeyInputs", "compile_key", "conan_pins", "model_digest", "pins",
+           "python_requirements", "source_digest", "test_digest", "tool_versions",
+           "variant_key"]
 
-#: bump when the meaning of a plan changes, so that old caches are not reused
-#: (the templates of generated files are hashed into every key as well)
-FORMAT = "builder-1"
+#: bump when the meaning of a plan or a key changes, so that old caches are not reused
+#: (the templates of generated files are hashed into every key as well).  builder-2: the
+#: key split in two (compile key, variant key)
+FORMAT = "builder-2"
 
 #: (Conan reference, provider, the system package's installed version or "")
 ConanPin = tuple[str, str, str]
 
 
 def model_digest(recipe: Recipe) -> str:
-    """What in a recipe changes its builds: the model without its description, file
-    name and positions — so editing a comment or moving the file rebuilds nothing."""
+    """What in a recipe changes its compiled files: the model without its tests, its
+    description, file name and positions — so editing a test, a comment or moving the
+    file recompiles nothing (:func:`test_digest` holds the tests)."""
     # source folders are covered by their content digest, not by where they are
     sources = tuple(replace(src, location="" if src.kind == "path" else src.location,
                             patches=()) for src in recipe.sources)
     core = replace(recipe, description="", digest="", display="", positions=None,
-                   file=Path("/"), sources=sources)
+                   file=Path("/"), sources=sources, tests=())
     # named backends' kind and target are kept out of the repr (so that recipes without
     # them keep their keys) and added here
     named = [(b.name, b.kind, b.target) for b in recipe.backends if b.kind or b.target]
@@ -55,13 +96,28 @@ def _later_fields(recipe: Recipe) -> str:
                       recipe.build_spec.config_settings, recipe.build_spec.configure_args))
     if recipe.install.files or not recipe.install.project_rules:
         extra.append(("install", recipe.install.files, recipe.install.project_rules))
-    empty = [t.name for t in recipe.tests if t.allow_empty]
-    if empty:
-        extra.append(("allow_empty", empty))
     if recipe.python.limited_api:  # it becomes BUILDER_PY_LIMITED_API, a compile define
         extra.append(("limited_api", recipe.python.limited_api))
     text = repr(extra) if extra else ""
     return text + (f"cxx_standard={recipe.cxx_standard}" if recipe.cxx_standard else "")
+
+
+def test_digest(recipe: Recipe) -> str:
+    """What in a recipe only its tests and its wheel use: the tests (every field), the
+    description (the wheel's summary) and the wheel settings."""
+    tests = [(repr(t), t.allow_empty) for t in recipe.tests]
+    return digest("tests", tests, recipe.description, repr(recipe.wheel))
+
+
+def python_requirements(recipe: Recipe, py: PythonInfo | None) -> list[tuple[str, str]]:
+    """(name, version installed in the build's interpreter) of each ``requires.python``:
+    a torch extension compiled against another torch is another build."""
+    from packaging.requirements import Requirement
+
+    if py is None:
+        return []
+    names = sorted({Requirement(t).name.lower() for t in recipe.requires.python})
+    return [(n, py.package(n) or "") for n in names]
 
 
 def source_digest(recipe: Recipe, state: State) -> list[str]:
@@ -105,17 +161,26 @@ class KeyInputs:
     sources: list[str]  # source_digest()
     tools: dict[str, str]  # tool_versions()
     conan: list[ConanPin]  # conan_pins()
-    deps: list[str]  # the dependencies' keys
-    env: tuple[tuple[str, str], ...] = ()  # each ${env.X} the recipe substitutes, its value
+    deps: list[str]  # the dependencies' compile keys
+    env: tuple[tuple[str, str], ...] = ()  # each ${env.X} a compile input substitutes
+    test_env: tuple[tuple[str, str], ...] = ()  # each ${env.X} only the tests substitute
+    #: python_requirements(): the build interpreter's versions of requires.python
+    py_reqs: tuple[tuple[str, str], ...] = ()
 
 
-def variant_key(k: KeyInputs) -> str:
+def compile_key(k: KeyInputs) -> str:
+    """The digest of everything that changes the variant's compiled files."""
     r = k.recipe
     return digest(FORMAT, render.templates_digest(), k.conan, r.name, r.version,
                   model_digest(r), k.sources, k.backend, k.build_type, list(k.archs),
                   sorted((n, option_text(v)) for n, v in k.options.items()),
                   k.python and (k.py_info.full if k.py_info else k.python), k.tools, k.deps,
-                  *([k.env] if k.env else []))  # (recipes using no ${env.X} keep their keys)
+                  k.env, k.py_reqs)
+
+
+def variant_key(k: KeyInputs) -> str:
+    """The compile key plus what only the tests and the wheel use."""
+    return digest(FORMAT, "variant", compile_key(k), test_digest(k.recipe), k.test_env)
 
 
 def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:

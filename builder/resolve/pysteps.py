@@ -150,17 +150,17 @@ def python_steps(ctx: VariantContext) -> list[Step]:
                       chain=launcher_chain(ctx)[3:],
                       files=((str(setup_cfg), _setuptools_cfg(bdir)),)), **common),
              scheduled_build(ctx, argv, env, str(bdir), (f"{sid}/prepare",), str(bdir), common)]
-    wheels = ws.state / "wheels" / v.backend / v.key[:12]
+    wheels = ws.wheel_dir(v.backend, v.compile_key)
     steps.append(collect_step(ctx, vals, stage, f"{sid}/build", common, clean=True,
                               wheel_from=str(dist), wheel_to=str(wheels)))
     tests, last = test_steps(ctx, f"{sid}/collect", str(stage))
     steps.extend(tests)
     steps.append(Step(id=f"{sid}/publish", kind="publish", deps=(last,),
-                      outputs=(v.prefix,), inputs_hash=v.key, **common,
+                      outputs=(v.prefix,), inputs_hash=v.compile_key, **common,
                       payload=Publish(stage=str(stage), prefix=v.prefix,
                                       meta={**install_meta(ctx), "build_system": "python",
                                             "wheels": str(wheels)})))
-    return [with_hash(s, v.key) for s in steps]
+    return [with_hash(s, v.compile_key) for s in steps]
 
 
 def _setuptools_cfg(bdir: Path) -> str:

@@ -8,8 +8,11 @@ golden files.
 
 Each variant (recipe × backend × build type × Python) is resolved in named steps:
 its option values; what keeps it from being built here (:mod:`.checks`); its
-dependencies, resolved first; its key (:mod:`.keys`); its status (build, cached,
-skip, download); its steps (:mod:`.steps`, :mod:`.kernelsteps`, :mod:`.download`).
+dependencies, resolved first; its keys (:mod:`.keys`: the compile key, the variant key);
+its steps (:mod:`.steps`, :mod:`.kernelsteps`, :mod:`.download`); its status (build,
+cached, skip, download).  A variant whose compiled files are installed under its compile
+key has its compile steps up to date: only its tests and wheel may be left to run (when
+they changed, or never passed), and it is cached when none is.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from builder.resolve.keyinputs import env_inputs, env_names
 from builder.resolve.options import resolve_options
 from builder.resolve.pysteps import python_steps
 from builder.resolve.request import Request, memory_budget
-from builder.resolve.steps import VariantContext
+from builder.resolve.steps import VariantContext, up_to_date
 from builder.resolve.steps import tool as host_tool
 from builder.resolve.xmakesteps import xmake_steps
 from builder.workspace.paths import Workspace
@@ -215,15 +218,20 @@ class _Resolution:
             archs=found.archs.archs, options=options,
             sources=keys.source_digest(recipe, self.state),
             tools=keys.tool_versions(host, be, found.platform),
-            conan=keys.conan_pins(recipe, host, multiarch), deps=[d.key for d in deps],
-            env=tuple(env_inputs(recipe, dict(self.request.env))))
+            conan=keys.conan_pins(recipe, host, multiarch),
+            deps=[d.compile_key for d in deps],
+            env=tuple(env_inputs(recipe, dict(self.request.env))),
+            test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True)),
+            py_reqs=tuple(keys.python_requirements(recipe, host.python(found.python)
+                                                   if found.python else None)))
 
     def _variant(self, k: keys.KeyInputs, found: _Feasibility, deps: list[Variant],
                  vnotes: list[str]) -> Variant:
         recipe, python = k.recipe, k.python
-        key = keys.variant_key(k)
+        key, compile_key = keys.variant_key(k), keys.compile_key(k)
+        # the folders go with the compiled files: a test edit builds in the same ones
         vdir = f"{k.backend}-{k.build_type}" + (f"-py{python}" if python else "") + \
-            f"-{key[:12]}"
+            f"-{compile_key[:12]}"
         prefix = self.ws.install_dir(recipe.name, vdir)
         status, reason, fix = BUILD, "", ""
         if found.problems:
@@ -233,15 +241,13 @@ class _Resolution:
             status = SKIP
             reason = "; ".join(dict.fromkeys(p[0] for p in shown))
             fix = "; ".join(dict.fromkeys(p[1] for p in shown if p[1]))
-        elif recipe.build_system in INSTALLS and key in self.state.installed:
-            status, reason = CACHED, f"up to date: {prefix}"
         return Variant(
             id=f"{recipe.name}/{vdir}", recipe=recipe.name, version=recipe.version,
             backend=k.backend, build_type=k.build_type, python=python, archs=k.archs,
             options=tuple((n, option_text(v)) for n, v in k.options.items()), key=key,
             prefix=str(prefix), status=status, reason=reason, fix=fix,
             deps=tuple(d.id for d in deps), recipe_file=recipe.display, notes=tuple(vnotes),
-            pins=keys.pins(k))
+            pins=keys.pins(k), compile_key=compile_key)
 
     def _context(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
                  deps: list[Variant]) -> VariantContext:
@@ -260,7 +266,9 @@ class _Resolution:
             conan_remote=request.conan_remote, compiler_cache=found.compiler_cache,
             cache_remote=request.cache_remote,
             test_pythons=test_pythons, platform=found.platform,
-            source_digests=dict(state.source_digests),
+            source_digests=dict(state.source_digests), done=state.done,
+            compiled=k.recipe.build_system in INSTALLS and
+            variant.compile_key in state.installed,
             test_python_problems=tuple(
                 (p, *problem) for p in test_pythons if p != found.python
                 and k.recipe.requires.python
@@ -276,11 +284,16 @@ class _Resolution:
             new_steps = _STEPS.get(recipe.build_system, cmake_steps)(ctx)
         except SubstitutionError as exc:
             raise checks.no_value(recipe, exc.name) from None
-        if recipe.build_system == "kernels" and variant.status == BUILD and all(
-                s.status != BUILD for s in new_steps):
-            return replace(variant, status=CACHED), new_steps
-        if variant.status == BUILD and request.remote and variant.key in \
-                self.state.remote_keys and recipe.build_system in REMOTE_SYSTEMS:
+        compiled = ctx.compiled or any(s.kind == "publish-kernels" and s.status == CACHED
+                                       for s in new_steps)
+        if variant.status == BUILD and ctx.compiled:  # only the tests or the wheel may run
+            new_steps = [up_to_date(s, variant.prefix) for s in new_steps]
+        if variant.status == BUILD and all(s.status != BUILD for s in new_steps):
+            return replace(variant, status=CACHED, reason=f"up to date: {variant.prefix}"
+                           if ctx.compiled else ""), new_steps
+        if variant.status == BUILD and not compiled and request.remote and \
+                variant.compile_key in self.state.remote_keys and \
+                recipe.build_system in REMOTE_SYSTEMS:
             variant = replace(variant, status=DOWNLOAD,
                               reason=f"published on remote {request.remote}; downloaded, "
                                      f"not built (its tests ran where it was built)")

@@ -35,11 +35,14 @@ from builder.source.fetch import source_key
 from builder.wheels.metadata import WheelPlan, plan_wheel
 from builder.workspace.paths import Workspace
 
-__all__ = ["BUILD_TIMEOUT", "StepCommon", "VariantContext", "collect_step", "common_of",
-           "fetch_steps", "memory_config", "plan_wheel_of", "test_steps", "tool",
-           "variant_status", "wheel_steps", "with_hash"]
+__all__ = ["BUILD_TIMEOUT", "VARIANT_KINDS", "StepCommon", "VariantContext", "collect_step",
+           "common_of", "fetch_steps", "memory_config", "passed", "plan_wheel_of",
+           "test_steps", "tool", "up_to_date", "variant_status", "wheel_steps", "with_hash"]
 
 BUILD_TIMEOUT = 4 * 3600
+
+#: the steps keyed by the variant key (the compile key keys every other step)
+VARIANT_KINDS = frozenset({"test", "wheel"})
 
 
 #: ``${build}`` below the variant's build folder: CMake's binary dir, xmake's ``-o``; a
@@ -77,6 +80,11 @@ class VariantContext:
     test_python_problems: tuple[tuple[str, str, str], ...] = ()
     #: path source → its content digest (a patched path source is copied under that key)
     source_digests: dict[str, str] = field(default_factory=dict)
+    #: State.done: test and wheel steps that succeeded, variant keys published
+    done: frozenset[str] = frozenset()
+    #: an install with the variant's compile key is complete: its compile steps are
+    #: up to date, and its tests run against the install (the stage is gone)
+    compiled: bool = False
 
     def flags(self) -> FlagSet:
         """The recipe's flags for the build type, then the backend's, layered."""
@@ -163,12 +171,30 @@ def tool(host: HostFacts, name: str, fallback: str) -> str:
 
 
 
-def test_steps(ctx: VariantContext, after: str, prefix_value: str
-                ) -> tuple[list[Step], str]:
+def up_to_date(step: Step, prefix: str) -> Step:
+    """A compile step of a variant whose install (by compile key) is complete."""
+    if step.status != BUILD or step.kind in VARIANT_KINDS:
+        return step
+    return replace(step, status=CACHED, reason=f"up to date: {prefix}")
+
+
+def passed(ctx: VariantContext, inputs_hash: str) -> bool:
+    """Did the step with ``inputs_hash`` succeed, or was the variant published with its
+    variant key (its tests passed then, or were not asked for)?"""
+    return inputs_hash in ctx.done or ctx.variant.key in ctx.done
+
+
+def test_steps(ctx: VariantContext, after: str, prefix_value: str,
+               compiled: bool | None = None) -> tuple[list[Step], str]:
     """The recipe's test steps for this variant, chained, and the id the next step
-    should wait for (a GPU-only test skipped here is not waited for)."""
+    should wait for (a GPU-only test skipped here is not waited for).  ``compiled``
+    (default: ``ctx.compiled``): what they test is up to date, so a test that passed
+    with the same variant key is too."""
     v = ctx.variant
     status, reason, fix = variant_status(v)
+    compiled = ctx.compiled if compiled is None else compiled
+    if ctx.compiled:  # the stage was published into the install folder
+        prefix_value = v.prefix
     out: list[Step] = []
     prev = after
     for t in ctx.recipe.tests:
@@ -187,8 +213,11 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str
                                                 else "")
             st, rs, fx = (status, reason, fix)
             optional = False
+            inputs_hash = digest(v.key, sid.rpartition("/")[2])
             if uses_python and info is None:
                 st, rs, fx = SKIP, f"no Python {py} interpreter found", f"pyenv install {py}"
+            elif st == BUILD and compiled and passed(ctx, inputs_hash):
+                st, rs = CACHED, "up to date: passed with the same variant key"
             elif st == BUILD and not ctx.run_tests:
                 st, rs, fx = SKIP, "tests not requested (--no-tests)", "drop --no-tests"
                 optional = True
@@ -209,7 +238,7 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str
                             cwd=substitute(t.cwd, vals) if t.cwd else vals["build"]
                             if ctx.recipe.build_system == "cmake" else vals["source"],
                             deps=(prev,), status=st, reason=rs, fix=fx,
-                            timeout=t.timeout, inputs_hash=digest(v.key, sid.rpartition("/")[2]),
+                            timeout=t.timeout, inputs_hash=inputs_hash,
                             payload=TestRun(allow_empty=True) if t.allow_empty else None))
             if not optional:  # a GPU-only test skipped here does not hold the build back
                 prev = sid
@@ -274,14 +303,15 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
     if not r.python.versions:
         return []
     wp = plan_wheel_of(ctx, native)
-    out_dir = ctx.ws.wheel_dir(v.backend, v.key)
+    # in the compile key's folder (it goes with the install, and a remote's package
+    # holds it); made with this variant key (or before the install was published with it)
+    out_dir = ctx.ws.wheel_dir(v.backend, v.compile_key)
+    inputs_hash = digest(v.key, "wheel", repr(wp))
     status, reason, fix = variant_status(v)
     made = any(Path(w).parent == out_dir and fnmatch(Path(w).name, wp.glob)
                for w in ctx.wheels)
-    if status == BUILD and made:
+    if status == BUILD and made and passed(ctx, inputs_hash):
         status = CACHED
-    elif status == CACHED and not made:  # an up-to-date install whose wheel is missing
-        status, reason = BUILD, ""  # or was made another way (before it was repaired)
     raw = out_dir / ".raw" / wp.raw_name
     commands: tuple[tuple[str, ...], ...] = ()
     env: tuple[tuple[str, str], ...] = ()
@@ -301,7 +331,7 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
     return [Step(id=f"{v.id}/wheel", kind="wheel", variant=v.id, deps=(after,),
                  commands=commands, env=env, cwd=str(out_dir),
                  outputs=(str(out_dir),), status=status, reason=reason, fix=fix,
-                 inputs_hash=digest(v.key, "wheel", repr(wp)), timeout=1800,
+                 inputs_hash=inputs_hash, timeout=1800,
                  payload=WheelBuild(
                      src=src, name=wp.dist, version=r.version, tag=wp.tag,
                      summary=r.description, out_dir=str(out_dir), wheel=wp.name,
@@ -332,7 +362,8 @@ def plan_wheel_of(ctx: VariantContext, native: bool) -> WheelPlan:
 def with_hash(step: Step, key: str) -> Step:
     if step.inputs_hash:
         return step
-    # The variant key covers every input; the step's name tells the steps apart.  (Paths
+    # The compile key covers every input of a compile step; the step's name tells the
+    # steps apart.  (Paths
     # in the commands are left out so that the same build in another folder hashes alike.)
     return replace(step, inputs_hash=digest(key, step.id.rsplit("/", 1)[-1]))
 

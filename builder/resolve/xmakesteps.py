@@ -114,8 +114,8 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
     tests, last = test_steps(ctx, installed, str(stage))
     steps.extend(tests)
     steps.append(Step(id=f"{sid}/publish", kind="publish", deps=(last,),
-                      outputs=(v.prefix,), inputs_hash=v.key, **common,
+                      outputs=(v.prefix,), inputs_hash=v.compile_key, **common,
                       payload=PublishInstall(stage=str(stage), prefix=v.prefix,
                                              meta={**install_meta(ctx),
                                                    "build_system": "xmake"})))
-    return [with_hash(s, v.key) for s in steps]
+    return [with_hash(s, v.compile_key) for s in steps]

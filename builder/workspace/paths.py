@@ -6,7 +6,8 @@
 ``stage/<r>/<v>/``     ``cmake --install`` target before publication
 ``install/<r>/<v>/``   published install trees, each with ``manifest.json``
 ``kernels/<key>/``     per-(kernel, arch) artifact cache, content addressed
-``wheels/<b>/<key>/``  wheels, per backend and variant key
+``wheels/<b>/<key>/``  wheels, per backend and compile key
+``done/<hash>``        test and wheel steps that succeeded, by their inputs hash
 ``sources/<key>/``     fetched git/url sources, keyed by what was fetched
 ``publish/<v>/``       packages being uploaded to a Conan remote
 ``ccache/ sccache/``   the compiler cache of ``--compiler-cache``
@@ -114,6 +115,11 @@ class Workspace:
     @property
     def wheels(self) -> Path:
         return self.state / "wheels"
+
+    @property
+    def done(self) -> Path:
+        """Markers of the test and wheel steps that succeeded, named by inputs hash."""
+        return self.state / "done"
 
     @property
     def sources(self) -> Path:

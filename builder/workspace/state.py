@@ -22,7 +22,7 @@ from builder.source.digest import StatCache, compile_units, tree_digest
 from builder.source.fetch import is_fetched
 from builder.workspace.paths import Workspace
 
-__all__ = ["State", "manifest_complete", "read_manifest", "read_state"]
+__all__ = ["State", "manifest_complete", "mark_done", "read_manifest", "read_state"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class State:
 
     source_digests: tuple[tuple[str, str], ...] = ()
     file_digests: tuple[tuple[str, str], ...] = ()
-    installed: frozenset[str] = frozenset()  # variant keys with a complete install
+    installed: frozenset[str] = frozenset()  # compile keys with a complete install
     kernel_artifacts: frozenset[str] = frozenset()  # artifact keys in the kernel cache
     kernel_installs: tuple[tuple[str, str], ...] = ()  # (install folder, variant key)
     fetched: frozenset[str] = frozenset()  # keys of complete git/url source folders
@@ -40,8 +40,12 @@ class State:
     wheels: frozenset[str] = frozenset()  # wheel files already built
     #: absolute source file → (measured peak bytes, seconds, memory curve) from the history
     measured: tuple[tuple[str, int, float, tuple[float, ...]], ...] = ()
-    remote_keys: frozenset[str] = frozenset()  # variant keys published on Request.remote
+    remote_keys: frozenset[str] = frozenset()  # compile keys published on Request.remote
     notes: tuple[str, ...] = field(default=())
+    #: inputs hashes of test and wheel steps that succeeded (``done/``), and the variant
+    #: keys complete installs and kernel trees were published with (their tests passed,
+    #: or were not asked for)
+    done: frozenset[str] = frozenset()
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
@@ -94,6 +98,18 @@ def project_units(name: str, root: Path, cmake: bool = True
     return tuple(u for u in every if u[0] in listed), ""
 
 
+def mark_done(ws: Workspace, inputs_hash: str) -> None:
+    """Record that the step with ``inputs_hash`` (a test, a wheel) succeeded."""
+    if inputs_hash and all(c in "0123456789abcdef" for c in inputs_hash):
+        ws.done.mkdir(parents=True, exist_ok=True)
+        (ws.done / inputs_hash).touch()
+
+
+def _done(ws: Workspace, published: set[str]) -> frozenset[str]:
+    marks = {p.name for p in ws.done.iterdir()} if ws.done.is_dir() else set()
+    return frozenset(marks | published)
+
+
 def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
     from builder.util import records
 
@@ -126,12 +142,14 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     from builder.util import records
 
     installed: set[str] = set()
+    published: set[str] = set()  # variant keys of complete installs and kernel trees
     install_root = ws.installs
     if install_root.is_dir():
         for mf in install_root.glob("*/*/manifest.json"):
             data = read_manifest(mf)
             if data and data.get("key") and manifest_complete(mf.parent, data, cache):
                 installed.add(str(data["key"]))
+                published.add(str(data.get("variant_key") or ""))
     artifacts: set[str] = set()
     if ws.kernel_cache.is_dir():
         artifacts = {p.name for p in ws.kernel_cache.iterdir()
@@ -142,6 +160,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
         data = read_manifest(Path(tree) / "manifest.json")
         if data and data.get("key") == key and manifest_complete(Path(tree), data, cache):
             kernel_installs[tree] = str(key)
+            published.add(str(data.get("variant_key") or ""))
     units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
     notes: list[str] = []
     for r in recipes:
@@ -167,4 +186,4 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
                  file_digests=tuple(sorted(file_digests.items())),
                  installed=frozenset(installed), kernel_artifacts=frozenset(artifacts),
                  kernel_installs=tuple(sorted(kernel_installs.items())),
-                 notes=tuple(notes))
+                 notes=tuple(notes), done=_done(ws, published - {""}))

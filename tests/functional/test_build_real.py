@@ -59,6 +59,40 @@ def test_two_recipes_through_the_conan_cache(project: Path, cli) -> None:  # typ
     assert r4.code == 0 and "configure" in r4.out
 
 
+def test_a_test_edit_reruns_the_tests_only(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Editing a test command changes the variant key, not the compile key: the next
+    build runs that test against the published install and compiles nothing."""
+    need("conan", "cmake", "ninja", "g++")
+    assert cli("build", "app", cwd=project).code == 0
+    [manifest] = installed(project, "app")
+    before = manifest.read_text()
+    recipe = project / "recipes" / "app.yaml"
+    recipe.write_text(recipe.read_text().replace('"tester"]', '"edited-test"]'))
+    r = cli("build", "app", cwd=project)
+    assert r.code == 0, r.out + r.err
+    record = json.loads((project / ".builder" / "last-build.json").read_text())
+    status = {s["id"].rsplit("/", 1)[1]: s["status"] for s in record["steps"]
+              if s["id"].startswith("app/")}
+    assert [n for n, st in status.items() if st == "done"] == ["test:run"], status
+    for step in ("render", "conan-install", "configure", "build", "stage", "export",
+                 "publish"):
+        assert status[step] == "cached", (step, status)
+    assert all(s["status"] == "cached" for s in record["steps"]
+               if s["id"].startswith("greet/"))
+    log = next((project / ".builder" / "logs").glob("app_*test_run*.log"))
+    assert "hello, edited-test" in log.read_text()  # the new command ran, on the install
+    assert installed(project, "app") == [manifest] and manifest.read_text() == before
+    recorder = RecordingRunner()  # and now it is up to date
+    again = cli("build", "app", cwd=project, runner=recorder)
+    assert again.code == 0 and recorder.calls == [] and "nothing to do" in again.out
+    # a define is compiled: it rebuilds (into another install folder)
+    recipe.write_text(recipe.read_text().replace("backends:\n", 'defines:\n  APP_X: "1"\n'
+                                                 "backends:\n"))
+    r = cli("build", "app", cwd=project)
+    assert r.code == 0 and "configure" in r.out, r.out
+    assert len(installed(project, "app")) == 2
+
+
 def _path() -> str:
     import os
 

@@ -32,7 +32,7 @@ def test_published_variants_are_planned_as_downloads(project: Path) -> None:
     greet = next(v for v in first.variants if v.recipe == "greet")
     app = next(v for v in first.variants if v.recipe == "app")
     # only greet is on the remote: greet downloads, app still builds (against it)
-    plan = _plan(project, ["app"], frozenset({greet.key}), remote="team")
+    plan = _plan(project, ["app"], frozenset({greet.compile_key}), remote="team")
     by = {v.recipe: v for v in plan.variants}
     assert by["greet"].status == DOWNLOAD and "remote team" in by["greet"].reason
     assert by["app"].status == BUILD and by["app"].key == app.key  # keys do not move
@@ -43,13 +43,13 @@ def test_published_variants_are_planned_as_downloads(project: Path) -> None:
     assert [c[1] for c in dl.commands] == ["download", "download"]
     assert dl.commands[0][2] == "greet/1.0.0#*:*"
     assert dl.commands[1][2] == "greet-artifacts/1.0.0#*:*"
-    assert f"options.builder_key={greet.key}" in dl.commands[0]
+    assert f"options.builder_key={greet.compile_key}" in dl.commands[0]
     assert dl.commands[0][-2:] == ("-r", "team")
     pub = plan.step(f"{by['greet'].id}/publish")
     assert pub.deps == (dl.id,) and pub.status == DOWNLOAD
     assert f"{by['greet'].id}/publish" in plan.step(f"{by['app'].id}/render").deps
     # without --remote the same keys change nothing
-    assert _plan(project, ["app"], frozenset({greet.key})).counts()[DOWNLOAD] == 0
+    assert _plan(project, ["app"], frozenset({greet.compile_key})).counts()[DOWNLOAD] == 0
 
 
 def test_kernel_variants_download_their_cache_entries(project: Path) -> None:
@@ -57,7 +57,7 @@ def test_kernel_variants_download_their_cache_entries(project: Path) -> None:
     v = first.variants[0]
     entries = [s.payload.entry for s in first.steps_of(v.id) if s.kind == "kernel"]
     assert entries
-    plan = _plan(project, ["kern"], frozenset({v.key}), remote="team")
+    plan = _plan(project, ["kern"], frozenset({v.compile_key}), remote="team")
     steps = plan.steps_of(plan.variants[0].id)
     assert [s.kind for s in steps] == ["download", "publish-kernels"]
 
@@ -117,11 +117,11 @@ def test_verify_finds_changed_missing_and_extra_files(tmp_path: Path) -> None:
 def test_installed_variants_are_not_downloaded(project: Path) -> None:
     from dataclasses import replace
 
-    key = _plan(project, ["greet"]).variants[0].key
+    v = _plan(project, ["greet"]).variants[0]
     ws = Workspace.at(project)
     rs = RecipeSet.load(ws.recipes_dir)
-    state = replace(read_state(ws, rs.recipes), installed=frozenset({key}),
-                    remote_keys=frozenset({key}))
+    state = replace(read_state(ws, rs.recipes), installed=frozenset({v.compile_key}),
+                    done=frozenset({v.key}), remote_keys=frozenset({v.compile_key}))
     plan = resolve(rs.select(["greet"], ws.recipes_dir), rs,
                    Request(env=(("HOME", "/home/user"),), remote="team"),
                    host("linux-cuda13"), state, ws)

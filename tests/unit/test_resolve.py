@@ -66,8 +66,8 @@ def test_dependency_order_and_conan_wiring(project: Path) -> None:
     # on the command line: one conanfile (one recipe revision) serves every variant
     greet = plan.variants[0]
     install = plan.step(f"{app.id}/conan-install").commands[0]
-    assert "greet/*:loud=False" in install and f"greet/*:builder_key={greet.key}" in install
-    assert f"&:builder_key={app.key}" in install
+    assert "greet/*:loud=False" in install and f"greet/*:builder_key={greet.compile_key}" in install
+    assert f"&:builder_key={app.compile_key}" in install
     other = plan_for(project, ["app"], "linux-cuda13", options=(
         OptionOverride("greet", "loud", "true"),))
     files = dict(other.step(f"{other.variants[1].id}/render").payload.files)
@@ -97,11 +97,38 @@ def test_cached_when_installed(project: Path) -> None:
     plan = plan_for(project, ["greet"], "linux-cuda13")
     ws = Workspace.at(project)
     rs = RecipeSet.load(ws.recipes_dir)
-    state = replace(read_state(ws, rs.recipes), installed=frozenset({plan.variants[0].key}))
+    state = replace(read_state(ws, rs.recipes),
+                    installed=frozenset({plan.variants[0].compile_key}))
     again = resolve(rs.select(["greet"], ws.recipes_dir), rs, Request(env=ENV),
                     host("linux-cuda13"), state, ws)
     assert again.variants[0].status == CACHED
     assert {s.status for s in again.steps} == {CACHED}
+
+
+def test_installed_compile_key_leaves_only_the_tests(project: Path) -> None:
+    """An install under the compile key makes every compile step up to date; tests run
+    (against the install) until one passed with the variant key, or the install was
+    published with it."""
+    ws = Workspace.at(project)
+    rs = RecipeSet.load(ws.recipes_dir)
+    roots = rs.select(["app"], ws.recipes_dir)
+    first = plan_for(project, ["app"], "linux-cuda13", backends=("cpu",))
+    installed = frozenset(v.compile_key for v in first.variants)
+    state = replace(read_state(ws, rs.recipes), installed=installed)
+    plan = resolve(roots, rs, Request(env=ENV, backends=("cpu",)), host("linux-cuda13"),
+                   state, ws)
+    app = next(v for v in plan.variants if v.recipe == "app")
+    greet = next(v for v in plan.variants if v.recipe == "greet")
+    assert (greet.status, app.status) == (CACHED, BUILD)
+    todo = [s for s in plan.steps if s.status == BUILD]
+    assert [s.id.rsplit("/", 1)[1] for s in todo] == ["test:run"]
+    assert todo[0].commands[0][0] == f"{app.prefix}/bin/app"  # the stage is published
+    test_hash = todo[0].inputs_hash
+    for done in (test_hash, app.key):
+        again = resolve(roots, rs, Request(env=ENV, backends=("cpu",)), host("linux-cuda13"),
+                        replace(state, done=frozenset({done})), ws)
+        assert {s.status for s in again.steps} == {CACHED}
+        assert {v.status for v in again.variants} == {CACHED}
 
 
 def test_skip_has_reason_and_fix(project: Path) -> None:
