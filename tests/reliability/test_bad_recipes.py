@@ -265,7 +265,7 @@ def test_alias_bombs_are_refused_quickly(depth: int, fanout: int) -> None:
     except RecipeError as exc:
         assert "alias bomb" in exc.render()
         assert size > MAX_NODES // 4
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < 10.0  # expanded it would take hours
 
 
 @settings(SETTINGS, max_examples=FUZZ_N or 100)
