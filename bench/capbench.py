@@ -2,8 +2,10 @@
 
 Every run appends one row to ``<work>/results.json`` (a JSON list), so that a bench too
 long for one command can run in pieces (``--only``) and still end in one table
-(``--summary``): rows of one workload and cap make one table; a run measured again
-replaces the earlier row of the same name.
+(``--summary``): rows of one workload and cap make one table.  A fixed ``-jN`` measured
+in several pieces counts as one with all their runs (safe only if none was killed; its
+time is the fastest run not killed); a builder run measured again replaces the earlier
+row of the same name, and a new cold run starts a new series of history runs.
 """
 
 from __future__ import annotations
@@ -119,13 +121,31 @@ def _order(r: Row) -> tuple[int, int, str]:
     return (3, 0, str(r.get("date", "")))
 
 
+def _good(r: Row) -> list[float]:
+    """The times of a fixed row's runs that were not killed."""
+    if "good" in r:
+        return [float(x) for x in r["good"]]
+    return [float(r["seconds"])] if r["ok"] and not r["oom"] else []
+
+
+def _merge(a: Row, b: Row) -> Row:
+    """Two rows of one fixed -jN: safe only if no run of either was killed; its time is
+    the fastest run that was not."""
+    good = [*_good(a), *_good(b)]
+    runs, killed = int(a.get("runs", 1)) + int(b.get("runs", 1)), \
+        int(a.get("killed", 0)) + int(b.get("killed", 0))
+    return {**b, "ok": a["ok"] and b["ok"], "oom": int(a["oom"]) + int(b["oom"]),
+            "peak": max(int(a["peak"]), int(b["peak"])), "runs": runs, "killed": killed,
+            "good": good, "seconds": min(good) if good else b["seconds"]}
+
+
 def _line(r: Row) -> str:
     extra = ""
     if "retries" in r:
         extra = (f"  (retried jobs: {r['retries']}, paused: {r['pauses']}, most at once: "
                  f"{r['most']}, time model: {r['timed']} jobs, {r['curved']} by their curve)")
-    elif "note" in r:
-        extra = f"  ({r['note']})"
+    elif int(r.get("runs", 1)) > 1:
+        extra = f"  (killed in {r['killed']} of {r['runs']} runs)"
     return (f"{r['run']:22} {'yes' if r['ok'] else 'NO':>4} {r['oom']:>10} "
             f"{float(r['seconds']):>9.1f} {r['peak']:>9}" + extra)
 
@@ -144,7 +164,10 @@ def summarize(rows: list[Row], workload: str) -> bool:
             if r["workload"] == workload and str(r["cap"]) == cap:
                 if r["run"] == "builder (cold)":  # a new cold start: its own history runs
                     latest = {k: v for k, v in latest.items() if not k.startswith("builder")}
-                latest[str(r["run"])] = r  # measured again: the newest counts
+                run = str(r["run"])
+                # a fixed -jN measured again (another piece's --repeats) adds its runs
+                latest[run] = _merge(latest[run], r) if run in latest and \
+                    run.startswith("fixed") else r  # builder's: the newest counts
         table = sorted(latest.values(), key=_order)
         hosts = {(r["host"]["cores"], r["host"]["cpu"]) for r in table}
         print(f"{workload} under a {cap} cap, " + "; ".join(f"{c} cores, {m}" for c, m in hosts)

@@ -131,9 +131,8 @@ def repeated(b: Bench, jobs: int, times: int) -> Row:
     killed = sum(1 for r in runs if r["oom"] or not r["ok"])
     row = dict(min(good, key=lambda r: float(r["seconds"])) if good else runs[-1])
     row.update(ok=all(r["ok"] for r in runs), oom=sum(int(r["oom"]) for r in runs),
-               peak=max(int(r["peak"]) for r in runs))
-    if times > 1:
-        row["note"] = f"killed in {killed} of {len(runs)} runs"
+               peak=max(int(r["peak"]) for r in runs), runs=len(runs), killed=killed,
+               good=[float(r["seconds"]) for r in good])
     return row
 
 
