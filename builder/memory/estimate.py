@@ -31,6 +31,7 @@ __all__ = [
     "Estimate",
     "estimate",
     "learned",
+    "nvcc_shape",
     "prior",
     "ramp_model",
     "scan_includes",
@@ -54,7 +55,8 @@ class Estimate:
     group: str = ""
     #: its measured memory curve (``policy.curve_at``), with ``cpu`` only; (): none
     curve: tuple[float, ...] = ()
-    #: the umbrella header's group (``prior:<header>:<kind>:<threads>``; "": none): when
+    #: the umbrella header's group (``prior:<header>:<kind>:<threads>[x<archs>]``, archs
+    #: for nvcc only; "": none): when
     #: no job of its own group was measured yet, one with the same header predicts it
     family: str = ""
     #: CPU seconds that predict its end, when longer than ``cpu`` (which predicts how
@@ -120,20 +122,58 @@ def scan_includes(path: Path, roots: tuple[Path, ...] = (), depth: int = 3) -> t
     return tuple(dict.fromkeys(found))
 
 
-def prior(includes: tuple[str, ...], cuda: bool, nvcc_threads: int = 1) -> Estimate:
+#: virtual archs nvcc 13.0 compiles for ``-arch=all`` / ``-arch=all-major`` (``--dryrun``)
+_ARCH_ALIASES = {"all": 12, "all-major": 6, "native": 1}
+_VIRTUAL = re.compile(r"arch=(compute_\w+)")
+
+
+def nvcc_shape(argv: list[str] | tuple[str, ...]) -> tuple[int, int]:
+    """``(threads, archs)`` of an nvcc command line: ``--threads``/``-t`` (0: one thread
+    per arch) and how many virtual archs it compiles device code for — the cicc runs, each
+    followed by ptxas: one per distinct ``compute_XX`` in ``-gencode``/``--generate-code``,
+    plus one for ``-arch``/``--gpu-architecture`` (``-code`` only adds ptxas runs for the
+    same cicc output); ``all``/``all-major`` count what nvcc 13 expands them to, and a
+    command with none compiles for nvcc's default arch: 1.  nvcc runs them ``threads`` at
+    a time, so its peak is about one arch's × ``min(threads, archs)``."""
+    threads, virtual, arch = 1, set(), ""
+    args = list(argv)
+    for i, a in enumerate(args):
+        flag, eq, val = a.partition("=")
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        if flag in ("--threads", "-t") or (a.startswith("-t") and a[2:].isdigit()):
+            v = val if eq else a[2:] if flag not in ("--threads", "-t") else nxt
+            if v.isdigit():
+                threads = int(v)
+        elif flag in ("-gencode", "--generate-code"):
+            virtual.update(_VIRTUAL.findall(val if eq else nxt))
+        elif flag in ("-arch", "--gpu-architecture"):
+            arch = val if eq else nxt  # the last one wins, as in nvcc
+    archs = len(virtual) + (_ARCH_ALIASES.get(arch, 1) if arch else 0)
+    archs = max(archs, 1)
+    return (threads if threads > 0 else archs), archs
+
+
+def prior(includes: tuple[str, ...], cuda: bool, nvcc_threads: int = 1,
+          nvcc_archs: int = 1) -> Estimate:
+    """The prior of a translation unit by the first umbrella header it includes.  An nvcc
+    compile for ``nvcc_archs`` archs, ``nvcc_threads`` at a time, peaks at the first arch's
+    ``nvcc_peak`` plus ``nvcc_arch_peak`` (default ``nvcc_peak``) for every further arch
+    compiled at once, and takes ``nvcc_seconds`` plus ``nvcc_arch_seconds`` (default
+    ``nvcc_seconds``) per further arch."""
     table = _priors()
     margin = float(table["margin"]["prior"])
-    for row in table["headers"]:
-        if row["include"] in includes:
-            peak = int(row.get("nvcc_peak", row["peak"]) if cuda else row["peak"])
-            secs = float(row.get("nvcc_seconds", row["seconds"]) if cuda else row["seconds"])
-            if cuda:
-                peak *= max(nvcc_threads, 1)
-            return Estimate(peak, secs, f"prior:{row['include']}", int(peak * margin))
-    d = table["default"]
-    peak = int(d["nvcc_peak"] if cuda else d["peak"]) * (max(nvcc_threads, 1) if cuda else 1)
-    return Estimate(peak, float(d["nvcc_seconds"] if cuda else d["seconds"]), "default",
-                    int(peak * margin))
+    row: dict[str, Any] = next((r for r in table["headers"] if r["include"] in includes),
+                               table["default"])
+    source = f"prior:{row['include']}" if "include" in row else "default"
+    if not cuda or "nvcc_peak" not in row:
+        return Estimate(int(row["peak"]), float(row["seconds"]), source,
+                        int(int(row["peak"]) * margin))
+    archs = max(nvcc_archs, 1)
+    together = min(max(nvcc_threads, 1), archs)
+    first, secs = int(row["nvcc_peak"]), float(row["nvcc_seconds"])
+    peak = first + (together - 1) * int(row.get("nvcc_arch_peak", first))
+    secs += (archs - 1) * float(row.get("nvcc_arch_seconds", secs))
+    return Estimate(peak, secs, source, int(peak * margin))
 
 
 def _floor(base: Estimate) -> int:
@@ -147,16 +187,20 @@ def _floor(base: Estimate) -> int:
 def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 0,
              recipe_globs: tuple[tuple[str, int], ...] = (),
              history: dict[str, Any] | None = None,
-             history_file: dict[str, Any] | None = None, nvcc_threads: int = 1) -> Estimate:
-    """Pure: the inputs were read by the caller."""
+             history_file: dict[str, Any] | None = None, nvcc_threads: int = 1,
+             nvcc_archs: int = 1) -> Estimate:
+    """Pure: the inputs were read by the caller (``nvcc_threads``, ``nvcc_archs``: from
+    :func:`nvcc_shape` of the compile's argv)."""
     margins = _priors()["margin"]
     cuda = rel_file.endswith(CUDA_SUFFIXES)
-    base = prior(includes, cuda, nvcc_threads)
+    base = prior(includes, cuda, nvcc_threads, nvcc_archs)
     # the time model's curve was measured for host compilers: nvcc/hipcc run several
     # programs one after the other (cicc per arch, ptxas), whose peaks may come early
     timed = not rel_file.endswith(DEVICE_SUFFIXES)
     kind = "device" if rel_file.endswith(DEVICE_SUFFIXES) else "host"
-    family = f"{base.source}:{kind}:{nvcc_threads}" if base.source.startswith("prior:") else ""
+    # jobs compiling as many archs as many at a time predict each other
+    shape = f"{kind}:{nvcc_threads}" + (f"x{nvcc_archs}" if cuda else "")
+    family = f"{base.source}:{shape}" if base.source.startswith("prior:") else ""
     if history:
         peak, reserve = _history_reserve(history, margins)
         cpu = float(history.get("cpu", 0.0)) if timed else 0.0
@@ -178,7 +222,7 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
         return Estimate(recipe_default, base.seconds, "recipe",
                         int(recipe_default * float(margins["recipe"])),
                         group=f"recipe-default:{kind}", floor=_floor(base))
-    return replace(base, group=f"{base.source}:{kind}:{nvcc_threads}", family=family,
+    return replace(base, group=f"{base.source}:{shape}", family=family,
                    floor=_floor(base))
 
 

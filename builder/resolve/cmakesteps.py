@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 
 from builder import backends as registry
 from builder.backends import Backend
-from builder.memory.estimate import estimate
+from builder.memory.estimate import estimate, nvcc_shape
 from builder.memory.policy import simulate
 from builder.plan.model import Step, Variant
 from builder.plan.payloads import (
@@ -324,6 +324,9 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
     root = ctx.source_root()
     jobs = []
     heavy = []
+    # nvcc compiles each .cu for every arch, --threads of them at a time
+    threads, _ = nvcc_shape(ctx.flags().cuda)
+    archs = max(len(ctx.variant.archs), 1) if ctx.kind == "cuda" else 1
     for rel, includes in ctx.units.get(root, ()):
         # by recipe and path below the source root (memory.compileid); older histories
         # named files by their absolute path
@@ -332,7 +335,8 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
         est = estimate(rel, includes, recipe_default=ctx.recipe.memory.default,
                        recipe_globs=ctx.recipe.memory.per_file,
                        history_file={"peak": hist[0], "seconds": hist[1], "cpu": hist[1],
-                                     "curve": hist[2]} if hist else None)
+                                     "curve": hist[2]} if hist else None,
+                       nvcc_threads=threads, nvcc_archs=archs)
         jobs.append((rel, est.reserve, est.seconds, est.cpu, est.curve))
         heavy.append((est.peak, rel, est.source))
     pred = simulate(jobs, ctx.budget, ctx.jobs)

@@ -17,19 +17,10 @@ cd "$(dirname "$0")/../.."
 repo=$PWD
 out=${OUT:-/tmp/fusedops-cap}
 mkdir -p "$out"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
-fi
-export PYTHONPATH=$repo:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-# a compiler without a shared libstdc++ (the GPU machine's /opt/gcc) links a private copy
-# into the extension; use the distribution's, as tests/gpu/gpu_proof.sh does
-cxx=${CXX:-g++}
-case "$("$cxx" -print-file-name=libstdc++.so 2>/dev/null)" in
-  /*) ;;
-  *) [ -x /usr/bin/g++ ] && export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++;;
-esac
+# carried wheels, this checkout on PYTHONPATH; a compiler without a shared libstdc++ (the
+# GPU machine's /opt/gcc) links a private copy into the extension: use the distribution's
+. tests/gpu/carry.sh
+use_distro_cxx
 cap=$(python3 -c "from builder.recipe.validate import parse_size; print(parse_size('${CAP:-6GiB}'))")
 cores=$(nproc)
 work=$(mktemp -d /tmp/fusedops-cap.XXXXXX)

@@ -15,12 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/gpu-proof}
 mkdir -p "$out"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
-fi
-export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
+. tests/gpu/carry.sh  # the carried wheels, this checkout on PYTHONPATH
 recipes=${GPU_PROOF_RECIPES:-llaisys gllm-kernels dashinfer}
 opts=()
 case " $recipes " in *" gllm-kernels "*) opts=(-o gllm-kernels:kernels_root=/tmp/gllm-kernels);; esac
@@ -43,14 +38,7 @@ fi
 # The GPU machine's default compiler (CXX=/opt/gcc/bin/g++) has no shared libstdc++, which
 # builder refuses for recipes with C++ libraries from the system (dashinfer: glog, protobuf);
 # its fix is the distribution's compiler.
-cxx=${CXX:-g++}
-case "$("$cxx" -print-file-name=libstdc++.so 2>/dev/null)" in
-  /*) ;;
-  *) if [ -x /usr/bin/g++ ]; then
-       echo "note: $cxx has no shared libstdc++; building with /usr/bin/g++"
-       export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
-     fi;;
-esac
+use_distro_cxx
 nvidia-smi -L
 python3 -m builder host 2>&1 | tee "$out/host.txt"
 # shellcheck disable=SC2086

@@ -24,12 +24,7 @@ repo=$PWD
 machine_pythonpath=${PYTHONPATH:-}
 out=${OUT:-/tmp/prebuilt-gpu}
 mkdir -p "$out"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/site/bin:$PATH
-fi
-export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
+. tests/gpu/carry.sh  # the carried wheels, this checkout on PYTHONPATH
 state=${STATE:-/tmp/prebuilt-gpu-state}
 b() { python3 -m builder --state-dir "$state" "$@"; }
 nvidia-smi -L

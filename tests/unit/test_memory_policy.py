@@ -121,8 +121,8 @@ def test_estimate_order_of_trust() -> None:
     assert got.source == "learned:prior:torch/torch.h:host:1"
     assert got.cpu == 10.0 and got.span == 12.0
     assert learned(r, 1_000_000_000, 10.0).reserve == 1_070_000_000
-    cu = prior(("torch/extension.h",), cuda=True, nvcc_threads=2)
-    assert cu.peak == 2 * 2_900_000_000
+    cu = prior(("torch/extension.h",), cuda=True, nvcc_threads=2, nvcc_archs=2)
+    assert cu.peak > prior(("torch/extension.h",), cuda=True, nvcc_threads=2).peak
 
 
 def test_launcher_parsing() -> None:

@@ -1,0 +1,217 @@
+"""Helpers of ``bench/memory_cap.py``: capped runs, the results file and its summary.
+
+Every run appends one row to ``<work>/results.json`` (a JSON list), so that a bench too
+long for one command can run in pieces (``--only``) and still end in one table
+(``--summary``): rows of one workload and cap make one table.  A fixed ``-jN`` measured
+in several pieces counts as one with all their runs (safe only if none was killed; its
+time is the fastest run not killed); a builder run measured again replaces the earlier
+row of the same name, and a new cold run starts a new series of history runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from builder.memory import cgroup  # noqa: E402
+
+__all__ = [
+    "COLD_TARGET",
+    "HISTORY_TARGET",
+    "append_row",
+    "can_cgroup",
+    "capped",
+    "cgroup_peak",
+    "host_info",
+    "load_rows",
+    "most_at_once",
+    "summarize",
+]
+
+PY = sys.executable
+#: builder's wall time over the best fixed -jN that survived every repeat (issue #20)
+COLD_TARGET = 1.05
+HISTORY_TARGET = 1.0
+Row = dict[str, Any]
+
+
+def can_cgroup() -> str:
+    try:
+        g = cgroup.create(f"probe{os.getpid()}", 1 << 30)
+    except (cgroup.CgroupUnavailable, OSError) as exc:
+        return str(exc)
+    cgroup.remove(g)
+    return ""
+
+
+def capped(cap: int, name: str, argv: list[str], log: Path) -> tuple[int, int, float, str]:
+    """Run argv in a capped cgroup; (exit code, OOM kills, seconds, output).  The
+    output ends with the cgroup's peak usage (page cache included) — :func:`cgroup_peak`."""
+    t = time.perf_counter()
+    proc = subprocess.run([PY, "-m", "builder.memory.cgroup", "--limit", str(cap), "--name",
+                           name, "--", *argv], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))},
+                          check=False)
+    secs = time.perf_counter() - t
+    out = proc.stdout + proc.stderr
+    log.write_text(out)
+    kills = sum(int(k) for k in re.findall(r"OOM kills: (\d+)", out))
+    return proc.returncode, kills, secs, out
+
+
+def cgroup_peak(out: str) -> int:
+    """MiB: the last cgroup peak usage the helper reported in ``out``.  (builder's own
+    cgroup for the build is not always inside the bench's: on cgroup v2 it goes next to
+    it, capped at builder's budget, which is below the bench's cap.)"""
+    found = re.findall(r"cgroup peak (\d+) MiB", out)
+    return int(found[-1]) if found else 0
+
+
+def most_at_once(jobs: list[dict[str, object]]) -> int:
+    """Most compile jobs running at the same moment."""
+    events = sorted([(float(str(j["started"])), 1) for j in jobs if j.get("started")] +
+                    [(float(str(j["ended"])), -1) for j in jobs if j.get("started")])
+    most = now = 0
+    for _, d in events:
+        now += d
+        most = max(most, now)
+    return most
+
+
+def host_info(cores: int) -> dict[str, object]:
+    model = platform.processor()
+    try:
+        found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+        model = found.group(1).strip() if found else model
+    except OSError:
+        pass
+    return {"name": platform.node(), "cores": cores, "cpu": model}
+
+
+def load_rows(work: Path) -> list[Row]:
+    path = work / "results.json"
+    rows: list[Row] = json.loads(path.read_text()) if path.is_file() else []
+    return rows
+
+
+def append_row(work: Path, row: Row) -> None:
+    rows = load_rows(work)
+    rows.append({"date": time.strftime("%Y-%m-%d %H:%M:%S"), **row})
+    tmp = work / "results.json.tmp"
+    tmp.write_text(json.dumps(rows, indent=1) + "\n")
+    tmp.replace(work / "results.json")
+
+
+def _order(r: Row) -> tuple[int, int, str]:
+    """-j<cores>, -j1, the other fixed runs by N, then builder's in the order they ran."""
+    if r["run"].startswith("fixed"):
+        n = int(r.get("jobs", 0))
+        return (0 if n == int(r["host"]["cores"]) else 1 if n == 1 else 2, n, "")
+    return (3, 0, str(r.get("date", "")))
+
+
+def _good(r: Row) -> list[float]:
+    """The times of a fixed row's runs that were not killed."""
+    if "good" in r:
+        return [float(x) for x in r["good"]]
+    return [float(r["seconds"])] if r["ok"] and not r["oom"] else []
+
+
+def _merge(a: Row, b: Row) -> Row:
+    """Two rows of one fixed -jN: safe only if no run of either was killed; its time is
+    the fastest run that was not."""
+    good = [*_good(a), *_good(b)]
+    runs, killed = int(a.get("runs", 1)) + int(b.get("runs", 1)), \
+        int(a.get("killed", 0)) + int(b.get("killed", 0))
+    return {**b, "ok": a["ok"] and b["ok"], "oom": int(a["oom"]) + int(b["oom"]),
+            "peak": max(int(a["peak"]), int(b["peak"])), "runs": runs, "killed": killed,
+            "good": good, "seconds": min(good) if good else b["seconds"]}
+
+
+def _line(r: Row) -> str:
+    extra = ""
+    if "retries" in r:
+        extra = (f"  (retried jobs: {r['retries']}, paused: {r['pauses']}, most at once: "
+                 f"{r['most']}, time model: {r['timed']} jobs, {r['curved']} by their curve)")
+    elif int(r.get("runs", 1)) > 1:
+        extra = f"  (killed in {r['killed']} of {r['runs']} runs)"
+    return (f"{r['run']:22} {'yes' if r['ok'] else 'NO':>4} {r['oom']:>10} "
+            f"{float(r['seconds']):>9.1f} {r['peak']:>9}" + extra)
+
+
+def summarize(rows: list[Row], workload: str) -> bool:
+    """Print the table of ``workload``'s rows (one per cap) and the targets; True when
+    every target was met (a cold or history run not made yet misses its target)."""
+    ok = True
+    caps = list(dict.fromkeys(str(r["cap"]) for r in rows if r["workload"] == workload))
+    if not caps:
+        print(f"{workload}: no runs recorded")
+        return False
+    for cap in caps:
+        latest: dict[str, Row] = {}
+        for r in rows:
+            if r["workload"] == workload and str(r["cap"]) == cap:
+                if r["run"] == "builder (cold)":  # a new cold start: its own history runs
+                    latest = {k: v for k, v in latest.items() if not k.startswith("builder")}
+                run = str(r["run"])
+                # a fixed -jN measured again (another piece's --repeats) adds its runs
+                latest[run] = _merge(latest[run], r) if run in latest and \
+                    run.startswith("fixed") else r  # builder's: the newest counts
+        table = sorted(latest.values(), key=_order)
+        hosts = {(r["host"]["cores"], r["host"]["cpu"]) for r in table}
+        print(f"{workload} under a {cap} cap, " + "; ".join(f"{c} cores, {m}" for c, m in hosts)
+              + ("  (rows from different hosts: compare with care)" if len(hosts) > 1 else ""))
+        print(f"{'run':22} {'ok':>4} {'OOM kills':>10} {'build s':>9} {'peak MiB':>9}")
+        for r in table:
+            print(_line(r))
+        ok = _targets(table) and ok
+    return ok
+
+
+def _targets(table: list[Row]) -> bool:
+    fixed = [r for r in table if r["run"].startswith("fixed")]
+    safe = [r for r in fixed if r["ok"] and r["oom"] == 0]
+    best = min(safe, key=lambda r: float(r["seconds"])) if safe else None
+    cold = next((r for r in table if r["run"] == "builder (cold)"), None)
+    hist = [r for r in table if r["run"].startswith("builder (history")]
+    ok = True
+    for r, what in ((cold, "builder (cold)"), (hist[-1] if hist else None, "builder (history)")):
+        if r is None:
+            print(f"{what}: not run yet")
+            ok = False
+            continue
+        if r["oom"] or not r["ok"]:
+            ok = False
+            log = Path(str(r.get("log", "")))
+            print(f"{r['run']} FAILED; the end of {log}:")
+            if log.is_file():
+                print("\n".join(log.read_text().splitlines()[-15:]))
+            continue
+        if best:
+            ratio = float(r["seconds"]) / float(best["seconds"])
+            target = HISTORY_TARGET if "history" in str(r["run"]) else COLD_TARGET
+            print(f"{r['run']}: {ratio:.2f}× the best safe fixed run ({best['run']}); "
+                  f"target ≤ {target} {'OK' if ratio <= target else 'OVER'}")
+            ok = ok and ratio <= target
+        else:
+            print(f"{r['run']}: no fixed -jN survived at this cap to compare with")
+    cores = int(table[0]["host"]["cores"])
+    jc = next((r for r in fixed if int(r.get("jobs", 0)) == cores), None)
+    j1 = next((r for r in fixed if int(r.get("jobs", 0)) == 1), None)
+    if hist and j1 is not None and jc is not None and (jc["oom"] or not jc["ok"]):
+        last, one = float(hist[-1]["seconds"]), float(j1["seconds"])
+        print(f"-j{cores} OOMs at this cap; builder with history vs -j1: {last:.1f}s vs "
+              f"{one:.1f}s {'faster' if last < one else 'NOT faster'}")
+    print("result:", "all targets met" if ok else "targets missed")
+    return ok
