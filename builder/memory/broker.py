@@ -28,6 +28,7 @@ from builder.memory.estimate import (
     DEVICE_SUFFIXES,
     Estimate,
     estimate,
+    nvcc_shape,
     ramp_model,
     scan_includes,
 )
@@ -182,13 +183,11 @@ class Broker:
                               self.cfg.build_dir)
         else:
             key = job_key(file, flags_hash(argv, self.cfg.build_dir), argv[0] if argv else "")
-        threads = 1
-        for i, a in enumerate(argv):
-            if a in ("--threads", "-t") and i + 1 < len(argv) and argv[i + 1].isdigit():
-                threads = int(argv[i + 1])
+        threads, archs = nvcc_shape(argv)
         est = estimate(rel, includes, recipe_default=self.cfg.recipe_default,
                        recipe_globs=self.cfg.recipe_globs, history=self.history.get(key),
-                       history_file=self.history.for_file(file), nvcc_threads=threads)
+                       history_file=self.history.for_file(file), nvcc_threads=threads,
+                       nvcc_archs=archs)
         if link:  # links learn from links, not from the compiles of the default prior
             est = replace(est, group="" if est.source.startswith("history") else "link",
                           family="")

@@ -203,8 +203,11 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
     family = f"{base.source}:{shape}" if base.source.startswith("prior:") else ""
     if history:
         peak, reserve = _history_reserve(history, margins)
-        cpu = float(history.get("cpu", 0.0)) if timed else 0.0
-        curve = _curve(history) if cpu else ()
+        # a device compile's own measured curve — the running maximum of what it held —
+        # bounds its early peaks too; only the generic ramp does not
+        curve = _curve(history)
+        cpu = float(history.get("cpu", 0.0)) if timed or curve else 0.0
+        curve = curve if cpu else ()
         return Estimate(peak, float(history.get("seconds", base.seconds)), "history",
                         reserve, cpu, curve=curve, family=family)
     if history_file:
@@ -237,7 +240,9 @@ def learned(est: Estimate, peak: int, cpu: float, curve: tuple[float, ...] = (),
     margins = _priors()["margin"]
     timed = cpu * float(margins.get("learned_cpu", 1.0))
     margin = float(margins.get("learned_again" if agreed else "learned", 1.07))
-    ok = timed > 0.5
+    # a device compile (nvcc: a cicc peak per arch, early) is timed only by a measured curve
+    device = ":device" in est.group or ":device" in est.family
+    ok = timed > 0.5 and (bool(curve) or not device)
     return Estimate(peak, est.seconds, f"learned:{via or est.group}", int(peak * margin),
                     timed if ok else 0.0, est.group, curve if ok else (), est.family,
                     max(slowest, timed) if ok else 0.0, est.floor)

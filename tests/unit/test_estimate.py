@@ -64,3 +64,20 @@ def test_groups_and_families_name_the_shape() -> None:
     rec = estimate("csrc/a.cu", EXT, recipe_globs=(("csrc/*.cu", 5 << 30),),
                    nvcc_threads=2, nvcc_archs=4)
     assert rec.family == "prior:torch/extension.h:device:2x4" and rec.peak == 5 << 30
+
+
+def test_a_device_compile_is_timed_only_by_its_own_measured_curve() -> None:
+    """nvcc's cicc peaks come early (one per arch): the generic ramp would under-bound them,
+    the job's measured curve (a running maximum) does not."""
+    from builder.memory.estimate import estimate, learned
+
+    curve = tuple([0.9] * 19 + [1.0])  # the first cicc already near the peak
+    with_curve = {"peak": 3 * 2**30, "cpu": 60.0, "curve": curve, "runs": 1}
+    without = {"peak": 3 * 2**30, "cpu": 60.0, "runs": 1}
+    timed = estimate("k.cu", ("torch/extension.h",), history=with_curve)
+    assert timed.cpu == 60.0 and timed.curve == curve
+    assert estimate("k.cu", ("torch/extension.h",), history=without).cpu == 0.0
+    assert estimate("k.cpp", ("torch/extension.h",), history=without).cpu == 60.0
+    cold = estimate("k.cu", ("torch/extension.h",))
+    assert learned(cold, 3 * 2**30, 60.0, curve).cpu == 60.0
+    assert learned(cold, 3 * 2**30, 60.0, ()).cpu == 0.0  # no curve: its peak, held
