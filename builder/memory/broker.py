@@ -180,7 +180,7 @@ class Broker:
         if self.cfg.scope:
             file = compile_id(file, str(root), self.cfg.build_dir, self.cfg.scope)
             key = compile_key(file, argv, str(msg.get("file", "")), str(root),
-                              self.cfg.build_dir)
+                              self.cfg.build_dir, link=link)
         else:
             key = job_key(file, flags_hash(argv, self.cfg.build_dir), argv[0] if argv else "")
         threads, archs = nvcc_shape(argv)

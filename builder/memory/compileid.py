@@ -66,10 +66,13 @@ def normalized_flags_hash(argv: list[str], source_root: str, build_dir: str) -> 
     return flags_hash(out, "")
 
 
-def compile_key(cid: str, argv: list[str], file: str, source_root: str, build_dir: str
-                ) -> str:
-    """The exact history key: the compile's id, flags, compiler and source content."""
-    content = _unity_digest(file, source_root, build_dir)  # (a unity file names paths)
+def compile_key(cid: str, argv: list[str], file: str, source_root: str, build_dir: str,
+                *, link: bool = False) -> str:
+    """The exact history key: the compile's id, flags, compiler and source content.  A
+    link's ``file`` is its output, which an earlier build may have left or not: its key is
+    the id, flags and linker only."""
+    # (a unity file names paths: its digest writes the two folders alike)
+    content = "" if link else _unity_digest(file, source_root, build_dir)
     compiler = Path(argv[0]).name if argv else ""
     return job_key(cid, normalized_flags_hash(argv, source_root, build_dir) + content,
                    compiler)

@@ -1,8 +1,9 @@
 """``builder report``: the last build as one self-contained HTML page (no network).
 
-Drawn with inline SVG: a timeline of every compile job per slot (OOM retries and
-low-memory runs marked), memory in use over time against the budget line, the
-steps of the build; then a table of translation units by peak memory and time
+Drawn with inline SVG: a timeline of every compile and link job per slot (links in
+another colour, OOM retries and low-memory runs marked), memory in use over time against
+the budget line, the steps of the build; then a table of translation units (and links)
+by peak memory and time
 (count, min/max/avg/total, share of the total — like DashInfer's profiling table),
 the plan summary and cache hit rates.  ``--format json`` gives the same data.
 """
@@ -154,10 +155,11 @@ def svg_timeline(data: dict[str, Any]) -> str:
             f'preserveAspectRatio="none" style="height:{h}px">', _grid(span, h)]
     marks = []
     for j, lane in zip(jobs, lanes, strict=True):
-        cls = "job" + (" oom" if j.get("oom") else "") + (" lowmem" if j.get("lowmem") else "")
+        cls = ("job" + (" link" if j.get("kind") == "link" else "")
+               + (" oom" if j.get("oom") else "") + (" lowmem" if j.get("lowmem") else ""))
         y = LANE * lane
         wid = max(x(j["t_end"]) - x(j["t_start"]), 1.5)
-        tip = (f"{j['file']}: {j['t_end'] - j['t_start']:.1f} s, peak {_mib(j.get('peak') or 0)}"
+        tip = (f"{'link ' if j.get('kind') == 'link' else ''}{j['file']}: {j['t_end'] - j['t_start']:.1f} s, peak {_mib(j.get('peak') or 0)}"
                f", estimate {_mib(j.get('estimate') or 0)} ({j.get('source', '')})")
         bars.append(f'<rect class="{cls}" x="{x(j["t_start"]):.1f}" y="{y}" width="{wid:.1f}" '
                     f'height="{LANE - 4}"><title>{html.escape(tip)}</title></rect>')
@@ -233,7 +235,7 @@ td{overflow-wrap:anywhere}
 .axis{position:relative;height:20px;border-top:1px solid #999;font:12px sans-serif;color:#444}
 .tick{position:absolute;top:3px;white-space:nowrap}
 .grid{stroke:#e3e3e3;stroke-width:1;vector-effect:non-scaling-stroke}
-.job{fill:#4c78a8} .job.lowmem{fill:#f58518}
+.job{fill:#4c78a8} .job.link{fill:#72b7b2} .job.lowmem{fill:#f58518}
 .job.oom{fill:#e45756} .step{fill:#9ecae9} .step.failed{fill:#e45756}
 .mem{fill:none;stroke:#4c78a8;stroke-width:2;vector-effect:non-scaling-stroke}
 .budget{stroke:#e45756;stroke-width:1.5;stroke-dasharray:6 4;vector-effect:non-scaling-stroke}

@@ -52,9 +52,12 @@ def test_cxx20_project_with_forced_unity_builds_and_its_test_runs(modern: Path, 
                          text=True, check=True).stdout
     assert out.startswith("modern 3 int main()")  # std::source_location at work
     [report] = (modern / ".builder" / "reports").glob("*build.jobs.json")
-    files = sorted(str(j["file"]) for j in json.loads(report.read_text())["jobs"])
+    jobs = json.loads(report.read_text())["jobs"]
+    files = sorted(str(j["file"]) for j in jobs if j["kind"] == "compile")
     # the project's own unity build: two batches of the library, one of the test program
     assert len(files) == 3 and all("/Unity/unity_" in f for f in files), files
+    # and the program's link, scheduled by the broker too (the library is static)
+    assert [Path(j["file"]).name for j in jobs if j["kind"] == "link"] == ["modern_where"]
 
 
 def test_a_recipe_standard_below_the_projects_fails_as_reported(modern: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -88,25 +91,30 @@ def test_an_oom_kill_and_its_retry_are_in_the_summary(modern: Path, cli, tmp_pat
     assert record["summary"]["oom"] == [line.removeprefix("out of memory: ")]
 
 
-def _job_sources(project: Path) -> list[str]:
+def _job_sources(project: Path) -> list[tuple[str, str]]:
     reports = sorted((project / ".builder" / "reports").glob("*build.jobs.json"),
                      key=lambda p: p.stat().st_mtime)
-    return [str(j["source"]) for j in json.loads(reports[-1].read_text())["jobs"]]
+    return [(str(j["kind"]), str(j["source"]))
+            for j in json.loads(reports[-1].read_text())["jobs"]]
 
 
-def test_measured_history_survives_a_move_and_a_recipe_edit(modern: Path, cli,  # type: ignore[no-untyped-def]
-                                                            tmp_path: Path) -> None:
-    """Every unity TU's estimate comes from its measurement after the project moved and its
-    recipe changed (which builds in another folder): history is keyed by what determines
-    a compile, not by absolute paths."""
+def test_measured_history_survives_a_move_and_an_edit(modern: Path, cli,  # type: ignore[no-untyped-def]
+                                                      tmp_path: Path) -> None:
+    """Every unity TU's estimate, and the link's, comes from its measurement after the
+    project moved (its build folder with it) and a header all of them include changed:
+    history is keyed by what determines a compile, not by absolute paths, and a link's key
+    does not depend on the output an earlier build left."""
     need("conan", "cmake", "ninja", "g++")
     assert cli("build", "modern", cwd=modern).code == 0
-    assert not any(s.startswith("history") for s in _job_sources(modern))
+    first = _job_sources(modern)
+    assert len(first) == 4 and not any(s.startswith("history") for _, s in first), first
     moved = tmp_path / "elsewhere" / "modern2"
     shutil.move(str(modern), str(moved))
-    recipe = moved / "recipes" / "modern.yaml"
-    recipe.write_text(recipe.read_text().replace('description: C++20', 'description: C++ 20'))
-    recipe.write_text(recipe.read_text().replace("    run: [", "    timeout: 600\n    run: [", 1))
+    header = moved / "sources" / "modern" / "include" / "modern" / "where.h"
+    header.write_text(header.read_text() + "\n// edited after the move\n")
     r = cli("build", "modern", cwd=moved)
     assert r.code == 0, r.out + r.err
-    assert _job_sources(moved) == ["history"] * 3
+    assert sorted(_job_sources(moved)) == [("compile", "history")] * 3 + [("link", "history")]
+    out = subprocess.run([next(moved.glob(".builder/install/**/bin/modern_where"))],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith("modern 3 int main()")

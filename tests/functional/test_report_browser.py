@@ -39,8 +39,10 @@ def test_report_renders_in_chromium(project: Path, cli, tmp_path: Path) -> None:
     assert cli("report", "--output", str(page), cwd=project).code == 0
     dom = subprocess.run([browser, *FLAGS, "--dump-dom", page.as_uri()], capture_output=True,
                          text=True, timeout=120, check=False).stdout
-    # what the browser parsed: one bar per compile job (greet.cpp, main.cpp), one per step run
-    assert len(re.findall(r'<rect class="job', dom)) == 2
+    # what the browser parsed: one bar per compile job (greet.cpp, main.cpp), one for the
+    # link of the program (drawn as a link), one per step run
+    assert len(re.findall(r'<rect class="job', dom)) == 3
+    assert len(re.findall(r'<rect class="job link', dom)) == 1
     assert len(re.findall(r'<rect class="step', dom)) == 15
     assert '<polyline class="mem"' in dom and '<line class="budget"' in dom
     shot = tmp_path / "report.png"
