@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from builder.memory import cgroup  # noqa: E402
+from builder.recipe.validate import parse_size  # noqa: E402
 
 __all__ = [
     "COLD_TARGET",
@@ -72,8 +73,8 @@ def capped(cap: int, name: str, argv: list[str], log: Path) -> tuple[int, int, f
 
 def cgroup_peak(out: str) -> int:
     """MiB: the last cgroup peak usage the helper reported in ``out``.  (builder's own
-    cgroup for the build is not always inside the bench's: on cgroup v2 it goes next to
-    it, capped at builder's budget, which is below the bench's cap.)"""
+    cgroup for the build goes below the bench's capped one, or next to the leaf the bench
+    runs it in, under the same cap: see :func:`builder.memory.cgroup.v2_base`.)"""
     found = re.findall(r"cgroup peak (\d+) MiB", out)
     return int(found[-1]) if found else 0
 
@@ -190,6 +191,12 @@ def _targets(table: list[Row]) -> bool:
         if r is None:
             print(f"{what}: not run yet")
             ok = False
+            continue
+        cap = parse_size(str(r["cap"])) // 2**20 if r.get("cap") else 0
+        if cap and int(r.get("peak", 0)) > cap:  # its peak is page cache and all, capped
+            ok = False
+            print(f"{r['run']} FAILED: its memory peaked at {r['peak']} MiB, above the "
+                  f"{r['cap']} cap: the build left the capped cgroup")
             continue
         if r["oom"] or not r["ok"]:
             ok = False

@@ -30,7 +30,8 @@ from builder.host.facts import (
 )
 from builder.util.runner import capture
 
-__all__ = ["find_executable", "first_version", "probe", "probe_memory", "tool_search_path"]
+__all__ = ["find_executable", "first_version", "probe", "probe_memory", "tightest_limit",
+           "tool_search_path"]
 
 
 class _ProbeCache:
@@ -274,6 +275,16 @@ def _meminfo() -> dict[str, int]:
     return out
 
 
+def tightest_limit(root: Path, own: str, name: str) -> int:
+    """The tightest memory limit (file ``name``) on the way from our cgroup ``own`` (a path
+    below the hierarchy's ``root``) up to the root, in bytes; 0 when none.  Every one of
+    them applies: a build started in a leaf of a capped group (a bench's, a CI job's, a
+    systemd scope in a capped slice) sees no limit in its own group."""
+    parts = [p for p in own.split("/") if p]
+    limits = [_read_int(str(root.joinpath(*parts[:i]) / name)) for i in range(len(parts) + 1)]
+    return min((x for x in limits if x), default=0)
+
+
 def probe_memory() -> MemoryFacts:
     mi = _meminfo()
     version, limit, writable = 0, 0, False
@@ -286,8 +297,7 @@ def probe_memory() -> MemoryFacts:
                     own = line[3:]
         except OSError:
             pass
-        base = "/sys/fs/cgroup" + own.rstrip("/")
-        limit = _read_int(base + "/memory.max") or _read_int("/sys/fs/cgroup/memory.max")
+        limit = tightest_limit(Path("/sys/fs/cgroup"), own, "memory.max")
         writable = os.access("/sys/fs/cgroup", os.W_OK) and "memory" in Path(
             "/sys/fs/cgroup/cgroup.controllers").read_text()
     elif os.path.isdir("/sys/fs/cgroup/memory"):
@@ -300,13 +310,9 @@ def probe_memory() -> MemoryFacts:
                     own = path
         except (OSError, ValueError):
             pass
-        # the tightest limit on the way from our cgroup up to the root applies
         v1_root = Path("/sys/fs/cgroup/memory")
-        parts = [p for p in own.split("/") if p]
-        limits = [_read_int(str(v1_root.joinpath(*parts[:i]) / "memory.limit_in_bytes"))
-                  for i in range(len(parts) + 1)]
-        limit = min((x for x in limits if x), default=0)
-        writable = os.access(v1_root.joinpath(*parts), os.W_OK)
+        limit = tightest_limit(v1_root, own, "memory.limit_in_bytes")
+        writable = os.access(v1_root / own.lstrip("/"), os.W_OK)
     return MemoryFacts(total=mi.get("MemTotal", 0), available=mi.get("MemAvailable", 0),
                        swap=mi.get("SwapTotal", 0), cgroup_version=version,
                        cgroup_limit=limit, cgroup_writable=writable)

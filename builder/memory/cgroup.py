@@ -33,6 +33,7 @@ __all__ = [
     "own_cgroup",
     "peak",
     "remove",
+    "v2_base",
 ]
 
 V1 = Path("/sys/fs/cgroup/memory")
@@ -65,6 +66,19 @@ def own_cgroup() -> tuple[int, Path | None]:
     return 0, None
 
 
+def v2_base(own: Path | None) -> Path:
+    """Where a v2 build group goes: below our own cgroup, so that every cap above us still
+    applies.  v2 lets a group with processes (other than the root) enable no controller
+    for children, so when ours holds processes (we sit in a leaf, like a capped group's
+    ``main``) the group goes next to it, below the same parent — never to the root, which
+    would leave the caps of every group above us."""
+    if own is None or own == V2:
+        return V2
+    if (own / "cgroup.procs").read_text().strip() and own.parent != own:
+        return own.parent
+    return own
+
+
 def create(name: str, limit: int) -> Path:
     """Create and cap a cgroup below this process's own one (so that any cap already
     placed on us still applies); returns its folder."""
@@ -72,8 +86,7 @@ def create(name: str, limit: int) -> Path:
     if version == 2:
         if "memory" not in (V2 / "cgroup.controllers").read_text():
             raise CgroupUnavailable("cgroup v2 without the memory controller")
-        # v2 forbids processes in inner nodes: use the root when we sit in a leaf
-        base = V2 if own is None or (own / "cgroup.procs").read_text().strip() else own
+        base = v2_base(own)
         try:
             if "memory" not in (base / "cgroup.subtree_control").read_text():
                 _write(base / "cgroup.subtree_control", "+memory")

@@ -159,7 +159,8 @@ def svg_timeline(data: dict[str, Any]) -> str:
                + (" oom" if j.get("oom") else "") + (" lowmem" if j.get("lowmem") else ""))
         y = LANE * lane
         wid = max(x(j["t_end"]) - x(j["t_start"]), 1.5)
-        tip = (f"{'link ' if j.get('kind') == 'link' else ''}{j['file']}: {j['t_end'] - j['t_start']:.1f} s, peak {_mib(j.get('peak') or 0)}"
+        what = ("link " if j.get("kind") == "link" else "") + str(j["file"])
+        tip = (f"{what}: {j['t_end'] - j['t_start']:.1f} s, peak {_mib(j.get('peak') or 0)}"
                f", estimate {_mib(j.get('estimate') or 0)} ({j.get('source', '')})")
         bars.append(f'<rect class="{cls}" x="{x(j["t_start"]):.1f}" y="{y}" width="{wid:.1f}" '
                     f'height="{LANE - 4}"><title>{html.escape(tip)}</title></rect>')

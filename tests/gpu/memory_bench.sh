@@ -9,6 +9,7 @@
 #   RUNS      comma list of fixed:N, cold, history (memory_cap.py --only), or `summary`
 # e.g.      bash tests/gpu/memory_bench.sh libamm fixed:4,fixed:5 --cap 6GiB --repeats 3
 #           (give every piece of one table the same --cap: rows group by workload and cap)
+# SEED=FILE starts $WORK/results.json from an earlier piece's results.json (a fresh machine).
 # Writes to $OUT (or /tmp/memory-bench): results.json, summary.txt, the piece's log, and
 # for builder runs its per-job reports, .ninja_log and memory history (reports/).
 #
@@ -39,6 +40,11 @@ shift 2
 out=${OUT:-/tmp/memory-bench}
 work=${WORK:-/root/memory-bench-$workload}
 mkdir -p "$out" "$work"
+# SEED=results.json of earlier pieces (carried from the dev machine): a fresh machine goes on
+# with the same table
+if [ -n "${SEED:-}" ] && [ -f "$SEED" ] && [ ! -e "$work/results.json" ]; then
+  cp "$SEED" "$work/results.json"
+fi
 . tests/gpu/carry.sh
 use_distro_cxx
 if [ "$runs" = summary ]; then
