@@ -129,8 +129,11 @@ def main() -> int:
     ap.add_argument("--cores", type=int, default=16)
     args = ap.parse_args()
     data = json.loads(args.history.read_text(encoding="utf-8"))["jobs"]
-    truth: Truth = {f: (int(r["peak"]), float(r["cpu"]), tuple(r["curve"]))
-                    for f, r in data.items()}
+    # a history written by builder (memory-history.json: keyed by compile key, the file
+    # in "file"); links carry no curve and are not replayed
+    truth: Truth = {str(r.get("file", f)).split(":", 1)[-1]:
+                    (int(r["peak"]), float(r["cpu"]), tuple(r["curve"]))
+                    for f, r in data.items() if r.get("curve")}
     cap = parse_size(args.cap)
     budget = cap - max(MIN_RESERVE, cap * 3 // 100)
     recipe = load_recipe(REPO / "recipes" / "libamm.yaml")
