@@ -8,7 +8,7 @@ before it kills) and the ratio of (d) to the best fixed `-jN` that had no OOM ki
 
 Workloads (``--workload``): ``libamm`` (recipes/libamm.yaml: g++ on torch/torch.h,
 default cap 2.6GiB) and ``nvcc`` (bench/recipes/nvccload.yaml: nvcc on torch/extension.h
-for four archs, two at a time; default cap 16GiB).  The fixed runs configure the same
+for two archs at once; default cap 16GiB).  The fixed runs configure the same
 sources with the recipe's archs and release flags.
 
 Targets: builder has 0 OOM kills in every run; cold its wall time is ≤ 1.05× the best

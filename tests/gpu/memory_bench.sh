@@ -13,25 +13,21 @@
 # Writes to $OUT (or /tmp/memory-bench): results.json, summary.txt, the piece's log, and
 # for builder runs its per-job reports, .ninja_log and memory history (reports/).
 #
-# Planned sequence on 16 cores (H100 machine; FACTS.md: libamm -j5 67 s, builder cold ~80 s).
-# nvcc workload, measured on the dev machine (bench/nvcc_peaks.py): a torch/extension.h .cu
-# takes 54 s of CPU for one arch + 37 s per further arch and peaks at 2.9 GB per arch
-# compiled at once, so with 4 archs at --threads 2 each of its 9 such TUs runs ~90 s at
-# ~5.6 GB: -j2 (11 GB) fits 16GiB, -j3 only when peaks miss each other, -j8 uncapped
-# ~3 min. libamm at --cap 6GiB (four torch TUs fit, five may not; 2.6GiB is the 2-core
-# machine's cap), nvcc at its default 16GiB:
-#   1) libamm fixed:16,fixed:1 --cap 6GiB                 -j16 killed in ~30 s, -j1 ~5.5 min
-#   2) libamm fixed:4,fixed:5 --cap 6GiB --repeats 3      6 runs × ~70 s ≈ 7 min
-#   3) libamm fixed:6,fixed:8 --cap 6GiB --repeats 3      killed runs end early: ≤ 6 min
-#   4) libamm cold,history --cap 6GiB --history-runs 2    ~80 + 2 × 70 s ≈ 4 min
-#   5) nvcc fixed:2                                       ~7.5 min
-#   6) nvcc fixed:16,fixed:4                              both killed within ~1–2 min each
-#   7) nvcc fixed:3          (twice: 7a, 7b; rows of one -jN merge, as --repeats)  ~5.5 min
-#   8) nvcc cold                                          ~5–7 min
-#   9) nvcc history                                       ~5–6 min
-#  10) nvcc fixed:8 --cap 120GiB (uncapped: its own table) ~3 min, the workload's size check
-# -j1 of nvcc (~15 min: 12 TUs × ~75 s) does not fit a command; the "-j16 OOMs, builder vs
-# -j1" line is for libamm only.  A piece that hits the limit leaves the rows it finished.
+# Measured on 16 cores (H100 machine, 2026-11-24; README "Memory-aware builds"): libamm at
+# --cap 6GiB: -j16 and -j6 killed within ~25 s, -j5 ~56 s, -j4 ~70 s, builder cold ~80-95 s
+# and with history ~75 s; nvcc (bench/recipes/nvccload.yaml: two archs, --threads 2, a
+# torch/extension.h TU ~65 s at ~5.4 GB) at its default 16GiB: -j5 killed within ~90 s, -j3
+# ~250 s, builder cold ~330 s.  Pieces that fit one command each (≤ 10 min):
+#   1) libamm fixed:16,fixed:5 --cap 6GiB --repeats 2     ~3 min
+#   2) libamm cold,history --cap 6GiB --history-runs 2    ~4-5 min (same warm machine: the
+#                                                         history is in $WORK)
+#   3) libamm fixed:4,fixed:6 --cap 6GiB --repeats 2      ~3 min
+#   4) nvcc fixed:5                                       killed within ~1.5 min
+#   5) nvcc fixed:3                                       ~4.5 min
+#   6) nvcc cold                                          ~5.5 min
+#   7) nvcc history                                       ~5.5 min (after 6, same machine)
+# -j1 of either does not fit well (libamm ~4 min, nvcc ~12 min).  A piece that hits the
+# limit leaves the rows it finished; SEED carries results.json to a fresh machine.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] || { sed -n '2,13p' "$0"; exit 2; }
