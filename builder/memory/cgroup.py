@@ -151,10 +151,16 @@ def home(group: Path) -> Path:
     return group / "main" if (group / "main").is_dir() else group
 
 
-def remove(group: Path) -> None:
-    parent_procs = group.parent / "cgroup.procs"
-    with contextlib.suppress(OSError):
-        _write(parent_procs, str(os.getpid()))
+def remove(group: Path, back: Path | None = None) -> None:
+    """Leave ``group`` for ``back`` (the cgroup this process came from; else the group's
+    parent, which on v2 takes no process when it sits next to an occupied leaf: see
+    :func:`v2_base`) and remove it with its leaves."""
+    for where in filter(None, (back, group.parent)):
+        try:
+            _write(where / "cgroup.procs", str(os.getpid()))
+            break
+        except OSError:
+            continue
     for child in sorted(p for p in group.iterdir() if p.is_dir()) if group.is_dir() else ():
         with contextlib.suppress(OSError):
             child.rmdir()  # the main leaf, and job leaves a killed launcher left
@@ -169,6 +175,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    _, came_from = own_cgroup()
     try:
         group = create(args.name, args.limit)
         _write(home(group) / "cgroup.procs", str(os.getpid()))
@@ -183,7 +190,7 @@ def main(argv: list[str]) -> int:
     finally:
         kills, top = oom_kills(group), peak(group)
         print(f"builder: cgroup peak {top >> 20} MiB, OOM kills: {kills}", flush=True)
-        remove(group)
+        remove(group, back=came_from)
     return rc
 
 

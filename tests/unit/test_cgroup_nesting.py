@@ -5,6 +5,7 @@ builder in the cap's ``main`` leaf, peaked at 14.9 GB)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,17 @@ def test_a_build_group_goes_next_to_an_occupied_leaf_not_to_the_root(
     assert cgroup.v2_base(empty) == empty  # an empty group can hold the build's group
     assert cgroup.v2_base(tmp_path) == tmp_path
     assert cgroup.v2_base(None) == tmp_path
+
+
+def test_leaving_the_build_group_goes_back_where_the_helper_came_from(tmp_path: Path) -> None:
+    """Next to an occupied leaf the group's parent takes no process (v2): the helper returns
+    to the leaf it came from, so that its group can be removed."""
+    came_from = _group(tmp_path, "bench/main", procs="42\n")
+    group = _group(tmp_path, "bench/builder-x")
+    (tmp_path / "bench" / "cgroup.procs").mkdir()  # writing fails, as EBUSY would
+    cgroup.remove(group, back=came_from)
+    assert (came_from / "cgroup.procs").read_text() == str(os.getpid())
+    # without a place to come back to, the parent (v1, or a v2 group we sat in ourselves)
+    other = _group(tmp_path, "scope/builder-y")
+    cgroup.remove(other)
+    assert (tmp_path / "scope" / "cgroup.procs").read_text() == str(os.getpid())
