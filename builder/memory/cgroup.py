@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from builder.memory.jobgroup import ENV
+from builder.memory.jobgroup import ENV, oom_kills_in, peak_of
 
 __all__ = [
     "V1",
@@ -31,7 +31,6 @@ __all__ = [
     "main",
     "oom_kills",
     "own_cgroup",
-    "peak",
     "remove",
     "v2_base",
 ]
@@ -118,32 +117,10 @@ def oom_kills(group: Path) -> int:
     """Processes the kernel OOM-killed in ``group`` and below.  v2's ``memory.events``
     counts its descendants; v1 counts a kill in the victim's own group only, so the job
     leaves are added (a v1 leaf that saw a kill is left for :func:`remove`)."""
-    try:
-        for line in (group / "memory.events").read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-    except (OSError, ValueError):
-        pass
-    total = 0
-    for g in [group, *(p for p in group.iterdir() if p.is_dir())] if group.is_dir() else ():
-        try:
-            for line in (g / "memory.oom_control").read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    total += int(value)
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-def peak(group: Path) -> int:
-    for name in ("memory.peak", "memory.max_usage_in_bytes"):
-        try:
-            return int((group / name).read_text().strip())
-        except (OSError, ValueError):
-            continue
-    return 0
+    if (group / "memory.events").is_file():
+        return oom_kills_in(group)
+    leaves = [p for p in group.iterdir() if p.is_dir()] if group.is_dir() else []
+    return sum(oom_kills_in(g) for g in [group, *leaves])
 
 
 def home(group: Path) -> Path:
@@ -188,7 +165,7 @@ def main(argv: list[str]) -> int:
     try:
         rc = subprocess.call(cmd, env={**os.environ, ENV: str(group)})
     finally:
-        kills, top = oom_kills(group), peak(group)
+        kills, top = oom_kills(group), peak_of(group)
         print(f"builder: cgroup peak {top >> 20} MiB, OOM kills: {kills}", flush=True)
         remove(group, back=came_from)
     return rc

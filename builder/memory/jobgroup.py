@@ -31,7 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENV", "FREEZER_V1", "JobGroup", "anon_bytes", "make", "read_stat"]
+__all__ = ["ENV", "FREEZER_V1", "JobGroup", "anon_bytes", "make", "oom_kills_in", "peak_of",
+           "read_stat"]
 
 #: the build's memory cgroup, set by ``python -m builder.memory.cgroup`` for its command
 ENV = "BUILDER_CGROUP"
@@ -54,6 +55,27 @@ def _write(path: Path, text: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def peak_of(group: Path) -> int:
+    """The kernel's peak of ``group``'s memory, page cache included (v2 ``memory.peak``,
+    v1 ``memory.max_usage_in_bytes``); 0 where neither can be read."""
+    for name in ("memory.peak", "memory.max_usage_in_bytes"):
+        text = _read(group / name).strip()
+        if text.isdigit():
+            return int(text)
+    return 0
+
+
+def oom_kills_in(group: Path) -> int:
+    """The ``oom_kill`` count of ``group`` (v2 ``memory.events``: the group and below; v1
+    ``memory.oom_control``: the group's own victims only)."""
+    for name in ("memory.events", "memory.oom_control"):
+        for line in _read(group / name).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+    return 0
 
 
 def read_stat(group: Path) -> dict[str, int]:
@@ -117,21 +139,14 @@ class JobGroup:
 
     def peak(self) -> int:
         """The kernel's peak of the job's memory less the page cache it still holds."""
-        for name in ("memory.peak", "memory.max_usage_in_bytes"):
-            text = _read(self.path / name).strip()
-            if text.isdigit():
-                stat = read_stat(self.path)
-                cache = stat.get("file", stat.get("total_cache", stat.get("cache", 0)))
-                return max(0, int(text) - cache)
-        return 0
+        top = peak_of(self.path)
+        if not top:
+            return 0
+        stat = read_stat(self.path)
+        return max(0, top - stat.get("file", stat.get("total_cache", stat.get("cache", 0))))
 
     def oom_kills(self) -> int:
-        for name in ("memory.events", "memory.oom_control"):
-            for line in _read(self.path / name).splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill" and value.strip().isdigit():
-                    return int(value)
-        return 0
+        return oom_kills_in(self.path)
 
     def freeze(self, on: bool) -> bool:
         """Freeze (``on``) or thaw every process of the job; False where not possible."""
