@@ -196,7 +196,9 @@ class Broker:
         # backstop watches the build's memory, which makes a wrong guess cost time only
         cpu = est.cpu if est.source == "history" and self.cfg.time_model else 0.0
         curve = est.curve if cpu else ()
-        watched = not cpu and self._watched(msg)
+        # every job tells the backstop which cgroup to watch, measured or not; speculation
+        # (admitting a never-measured job on its expected memory) needs that watch too
+        watched = self._watched(msg) and not cpu and self.cfg.speculate
         # nvcc's memory comes in one cicc peak per arch, early: the ramp does not bound it
         spec = watched and est.seconds > 0 and not rel.endswith(DEVICE_SUFFIXES)
         if watched:
@@ -224,10 +226,10 @@ class Broker:
         return sped_up(model, self.speed)
 
     def _watched(self, msg: dict[str, Any]) -> bool:
-        """Whether the backstop watches this job's build cgroup (learnt from the first
-        launcher that names it), so that a job never measured may be admitted on its
-        expected memory rather than its worst case."""
-        if not (self.cfg.backstop and self.cfg.speculate):
+        """Whether the backstop watches this job's build cgroup, learnt from the first
+        launcher that names one — whatever its estimate: a history can be wrong too (other
+        headers, another compiler), and only the watch stops the kernel's OOM killer."""
+        if not self.cfg.backstop:
             return False
         group = str(msg.get("build_cgroup", ""))
         with self.cond:

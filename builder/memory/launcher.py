@@ -159,7 +159,7 @@ class Channel:
 @dataclass
 class Measured:
     rc: int
-    peak: int  # bytes: the kernel's peak of its cgroup, else the tree's largest sample
+    peak: int  # bytes: its cgroup's kernel peak, else the largest tree sample (or ru_maxrss)
     seconds: float  # wall
     cpu: float  # CPU seconds of the whole tree
     err: bytes  # the end of stderr
@@ -279,6 +279,10 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
     kills = 0
     if group is not None:
         peak, kills = max(peak, group.peak()), group.oom_kills()
+    elif len(samples) < 3:
+        # over before sampling saw it (a sample can land between fork and exec): the
+        # largest waited-for descendant's RSS (KiB) is the better measure
+        peak = max(peak, after.ru_maxrss << 10)
     return Measured(proc.returncode, peak, time.monotonic() - start, cpu, bytes(err),
                     ctl.paused_total, procs, curve_of(samples, cpu), ctl.requeued, kills)
 

@@ -23,7 +23,8 @@ MiB = 2**20
 
 GROW = """\
 import sys, time
-mib, secs = int(sys.argv[1]), float(sys.argv[2])
+arg, secs = sys.argv[1], float(sys.argv[2])
+mib = int(arg) if arg.isdigit() else int(open(arg).read())  # a file: one command line
 held, step = [], 5
 for _ in range(mib // step):
     held.append(b"\\x01" * (step * 2**20))  # written, so resident
@@ -52,8 +53,8 @@ def _cgroup_or_skip() -> None:
         pytest.skip(f"no writable memory cgroup here ({exc})")
 
 
-def _build(tmp_path: Path, backstop: bool, cap: int, jobs: int, mib: int
-           ) -> tuple[subprocess.CompletedProcess[str], Broker]:
+def _build(tmp_path: Path, backstop: bool, cap: int, jobs: int, mib: int | Path,
+           name: str = "") -> tuple[subprocess.CompletedProcess[str], Broker]:
     (tmp_path / "grow.py").write_text(GROW)
     (tmp_path / "driver.py").write_text(DRIVER)
     broker = Broker(tmp_path / "b.sock", BrokerConfig(
@@ -65,7 +66,7 @@ def _build(tmp_path: Path, backstop: bool, cap: int, jobs: int, mib: int
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "builder.memory.cgroup", "--limit", str(cap), "--name",
-             f"test-backstop-{os.getpid()}-{int(backstop)}", "--", sys.executable,
+             f"test-backstop-{os.getpid()}-{int(backstop)}{name}", "--", sys.executable,
              str(tmp_path / "driver.py"), str(jobs), str(tmp_path / "grow.py"), str(mib),
              "2.0", str(tmp_path)], env=env, capture_output=True, text=True, timeout=240,
             check=False)
@@ -92,6 +93,27 @@ def test_the_backstop_keeps_the_kernel_from_killing(tmp_path: Path) -> None:
     # each job in a cgroup of its own: the kernel's peak, not a sample
     assert all(j["measured_by"] == "cgroup" for j in done)
     assert all(140 * MiB <= j["peak"] <= 200 * MiB for j in done), [j["peak"] for j in done]
+    assert broker.most_used <= 420 * MiB
+
+
+def test_the_backstop_watches_jobs_whose_history_is_wrong(tmp_path: Path) -> None:
+    """Every job has a history, measured when they needed little; now (other headers, say)
+    each needs 150 MiB and all four, admitted on their history, pass the cap together.
+    The backstop watches measured jobs too: the kernel kills none."""
+    _cgroup_or_skip()
+    size = tmp_path / "mib.txt"  # the same command lines, so the same history keys
+    size.write_text("5")
+    first, _ = _build(tmp_path, backstop=True, cap=1 << 30, jobs=4, mib=size, name="a")
+    assert first.returncode == 0, first.stdout + first.stderr
+    size.write_text("150")
+    proc, broker = _build(tmp_path, backstop=True, cap=420 * MiB, jobs=4, mib=size, name="b")
+    out = proc.stdout + proc.stderr
+    jobs = broker.report()
+    assert all(j["source"] == "history" for j in jobs), [j["source"] for j in jobs]
+    assert broker.build_cgroup is not None and broker.most_used > 0
+    assert proc.returncode == 0, out
+    assert _kills(out) == 0, out
+    assert len([j for j in jobs if j["rc"] == 0]) == 4
     assert broker.most_used <= 420 * MiB
 
 
