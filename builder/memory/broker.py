@@ -352,7 +352,8 @@ class Broker:
                     return
                 rec, key, file, cpu, threads, cached, curve = self._estimate(msg)
                 with self.cond:
-                    job = Job(rec.id, rec.reserve, self._n, cpu, threads, self._share(), curve)
+                    job = Job(rec.id, rec.reserve, self._n, cpu, threads, self._share(), curve,
+                              link=rec.kind == "link")
                     self.records.append(rec)
                     if rec.retry:
                         self.exclusive.add(rec.id)

@@ -1,7 +1,7 @@
 """The admission policy: which waiting compile jobs start now, and which running ones
 must pause.
 
-Pure: no clock, no I/O.  The caller (the broker, or :func:`simulate` for ``builder
+Pure: no clock, no I/O.  The caller (the broker, or :func:`.forecast.simulate` for ``builder
 plan``) passes ``now`` and what it knows of each running job: when it started, its
 predicted peak and CPU time, and — where its launcher reports them — the CPU seconds
 it has used and its live memory.
@@ -47,10 +47,11 @@ jobs' bounds and its own stays within the budget (less ``overhead``: the launche
 own memory) at *every* future instant, each job counted until its predicted end.
 Bounds only rise until their job ends, so it is enough to check just before each
 predicted end and at infinity.  The caller re-runs admission every ``tick`` while
-jobs wait: a job may become admissible just because time passed.  Largest first,
-smaller jobs backfill; a job predicted above the budget (or a retry after an OOM
-kill) waits for the machine to drain and runs alone with the low-memory flag tier;
-at most ``slots`` jobs run; nothing new starts while a job is paused.
+jobs wait: a job may become admissible just because time passed.  Links first, then
+largest first (:func:`by_size`: jobs within 10 % of each other in arrival order), smaller
+jobs backfill; a job predicted above the budget (or a retry after an OOM kill) waits for
+the machine to drain and runs alone with the low-memory flag tier; at most ``slots``
+jobs run; nothing new starts while a job is paused.
 
 **The guard** (:func:`guard`), run with admission every ``tick``.  Admission relies
 on predicted ends; a job that runs late (more CPU than measured, or less CPU share
@@ -82,24 +83,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 __all__ = [
     "INF",
+    "SAME_SIZE",
     "Envelope",
     "Grant",
     "Job",
     "Model",
-    "Prediction",
     "Running",
     "admit",
     "ahead_of",
+    "by_size",
     "curve_at",
     "demand",
     "envelope",
     "guard",
     "progress",
-    "simulate",
     "sped_up",
     "upper",
 ]
@@ -135,6 +135,7 @@ class Job:
     share: float = 1.0  # expected CPU share per thread, for its end (the bound assumes 1)
     curve: tuple[float, ...] = ()  # its measured memory curve (:func:`curve_at`); (): none
     span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
+    link: bool = False  # a link: ready only once its inputs are built, and others wait on it
 
 
 @dataclass(frozen=True)
@@ -304,6 +305,27 @@ def _as_running(r: int | Running) -> Running:
     return r if isinstance(r, Running) else Running(int(r))
 
 
+#: estimates within this fraction of a larger one's count as the same size (:func:`by_size`)
+SAME_SIZE = 0.10
+
+
+def by_size(waiting: Sequence[Job]) -> list[Job]:
+    """Links first (short, and the rest of the build waits on them: under largest-first
+    they ran one by one at the end), then largest first, but jobs of about the same size
+    (within :data:`SAME_SIZE` of the largest of their band) in the order they came: a few
+    MB of estimate between two torch TUs say nothing, and the build tool's order (its
+    critical path first) is worth keeping — strict largest-first let one TU wait behind
+    every later one."""
+    out = sorted((j for j in waiting if j.link), key=lambda j: j.order)
+    ranked = sorted((j for j in waiting if not j.link), key=lambda j: (-j.estimate, j.order))
+    while ranked:
+        top = ranked[0].estimate
+        band = [j for j in ranked if j.estimate >= top * (1 - SAME_SIZE)]
+        ranked = ranked[len(band):]
+        out.extend(sorted(band, key=lambda j: j.order))
+    return out
+
+
 def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: int,
           slots: int, exclusive: frozenset[str] = frozenset(), now: float = 0.0,
           model: Model | None = None, overhead: int = 0) -> list[Grant]:
@@ -321,7 +343,7 @@ def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: 
     busy = len(runs)
     #: a shape that did not fit will not fit now
     failed: set[tuple[int, float, int, float, tuple[float, ...], float]] = set()
-    for job in sorted(waiting, key=lambda j: (-j.estimate, j.order)):
+    for job in by_size(waiting):
         if busy >= slots:
             break
         if job.id in exclusive or job.estimate > budget:
@@ -378,67 +400,3 @@ def guard(running: Mapping[str, Running], budget: int, now: float,
         if envs[i].ahead(later) > envs[i].ahead(now) or running[i].rss < envs[i].ahead(now):
             paused.add(i)
     return frozenset(paused)
-
-
-@dataclass(frozen=True)
-class Prediction:
-    wall: float  # seconds
-    peak: int  # bytes the policy plans for at most (the running jobs' bounds)
-    parallelism: float  # average running jobs
-    jobs: int
-    most: int = 0  # most jobs running at once
-
-
-def simulate(jobs: Sequence[tuple[Any, ...]], budget: int, slots: int,
-             model: Model | None = None, window: int = 0) -> Prediction:
-    """Run :func:`admit` on a virtual clock over ``(id, estimate, seconds[, cpu[,
-    curve]])`` jobs, each taking ``seconds``; ``cpu`` (0 or absent: unknown) is the
-    measured CPU time that lets admission use the time model, as the broker does with
-    build history, and ``curve`` the job's measured memory curve.  As in a
-    build, the broker sees only the jobs ninja has started: ``window`` (default 2 ×
-    ``slots``, what builder gives ninja) less those running.  Every job runs as
-    predicted, so the guard has nothing to do."""
-    model = model or Model()
-    if not jobs:
-        return Prediction(0.0, 0, 0.0, 0)
-    window = window or 2 * slots
-    queue: list[Job] = []
-    seconds: dict[str, float] = {}
-    for n, row in enumerate(jobs):
-        secs = float(row[2])
-        cpu = float(row[3]) if len(row) >= 4 else 0.0
-        curve = tuple(row[4]) if len(row) >= 5 and cpu else ()
-        queue.append(Job(row[0], int(row[1]), n, cpu,
-                         share=min(1.0, cpu / secs) if cpu and secs > 0 else 1.0,
-                         curve=curve))
-        seconds[row[0]] = secs
-    # admission re-runs between ends as in the broker, at most ~1000 times
-    tick = max(model.tick, sum(seconds.values()) / max(slots, 1) / 1000)
-    running: dict[str, tuple[Job, float, float]] = {}  # id → (job, start, end)
-
-    def view(t: float) -> dict[str, Running]:
-        return {i: Running(job.estimate, start, job.seconds, 1, (t - start) * job.share,
-                           share=job.share, curve=job.curve)
-                for i, (job, start, _) in running.items()}
-
-    now, peak, busy_time, most, nxt = 0.0, 0.0, 0.0, 0, 0
-    waiting: list[Job] = []
-    while nxt < len(queue) or waiting or running:
-        while nxt < len(queue) and len(waiting) + len(running) < window:
-            waiting.append(queue[nxt])
-            nxt += 1
-        for g in admit(waiting, view(now), budget, slots, now=now, model=model):
-            waiting.remove(g.job)
-            running[g.job.id] = (g.job, now, now + seconds[g.job.id])
-            busy_time += seconds[g.job.id]
-        most = max(most, len(running))
-        if not running:  # nothing can ever start (cannot happen: oversize jobs run alone)
-            break
-        t = min(end for _, _, end in running.values())
-        if waiting and len(running) < slots and any(j.seconds for j, _, _ in running.values()):
-            t = min(t, now + tick)  # time alone may let a waiting job in
-        # what the plan allows for just before t (bounds rise until their job ends)
-        peak = max(peak, sum(envelope(r, t, model).ahead(t) for r in view(t).values()))
-        now = t
-        running = {i: r for i, r in running.items() if r[2] > now}
-    return Prediction(now, int(peak), busy_time / now if now else 0.0, len(jobs), most)

@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 from builder import backends as registry
 from builder.backends import Backend
 from builder.memory.estimate import estimate, nvcc_shape
-from builder.memory.policy import simulate
+from builder.memory.forecast import simulate
 from builder.plan.model import Step, Variant
 from builder.plan.payloads import (
     CleanStage,

@@ -16,6 +16,7 @@ from builder.memory.estimate import (
     prior,
     ramp_model,
 )
+from builder.memory.forecast import simulate
 from builder.memory.history import History
 from builder.memory.jobs import JobRecord, Live
 from builder.memory.launcher import curve_of, is_oom, source_of
@@ -25,15 +26,34 @@ from builder.memory.policy import (
     Running,
     admit,
     ahead_of,
+    by_size,
     curve_at,
     demand,
     envelope,
     guard,
-    simulate,
     sped_up,
 )
 
 GB = 10**9
+
+
+def test_jobs_of_about_the_same_size_start_in_the_order_they_came() -> None:
+    # torch TUs a few MB apart (1381-1392 MiB measured): the build tool's order is kept —
+    # strict largest-first made one wait while every later, 0.5 % larger one went first
+    mib = 2**20
+    waiting = [Job("pq", 1382 * mib, 0), Job("small", 300 * mib, 1),
+               Job("sampling", 1392 * mib, 2), Job("big", 1900 * mib, 3),
+               Job("lowrank", 1386 * mib, 4), Job("tiny", 66 * mib, 5),
+               Job("libamm.so", 300 * mib, 6, link=True)]
+    # links first: the rest of the build waits on them (they ran one by one at the end)
+    assert [j.id for j in by_size(waiting)] == ["libamm.so", "big", "pq", "sampling",
+                                                "lowrank", "small", "tiny"]
+    # one slot free: the first of the band, not its largest
+    grants = admit(waiting[:1] + waiting[2:3] + waiting[4:5], {}, budget=2 * GB, slots=1)
+    assert [g.job.id for g in grants] == ["pq"]
+    # a band is measured from its largest: 1000 → 905 → 820 is two bands, not a chain
+    chain = [Job("c", 820 * mib, 0), Job("b", 905 * mib, 1), Job("a", 1000 * mib, 2)]
+    assert [j.id for j in by_size(chain)] == ["b", "a", "c"]
 
 
 def test_admits_largest_first_and_backfills() -> None:
@@ -431,11 +451,16 @@ def test_a_measured_curve_bounds_its_compile_and_is_tighter_than_the_ramp() -> N
 
 
 def test_measured_curves_stay_in_budget_and_run_more_jobs() -> None:
-    for seed in range(4):
+    walls = []
+    for seed in range(8):
         plain = run_world(_mix(seed), 6 * GiB, 8)
         out = run_world(_mix(seed, measured=True), 6 * GiB, 8)
         assert out.worst <= 6 * GiB, (seed, out)
-        assert out.wall <= plain.wall, (seed, out, plain)
+        # one mix can come out behind by the order its jobs happened to start in
+        assert out.wall <= 1.12 * plain.wall, (seed, out, plain)
+        walls.append((out.wall, plain.wall))
+        if seed >= 4:
+            continue
         # a loaded history (CPU times ×1.3: jobs now faster than their curve says): the
         # live RSS above the bound shows it and the guard stops the younger jobs
         fast = run_world(_mix(seed, est_cpu=1.3, measured=True), 6 * GiB, 8)
@@ -443,6 +468,7 @@ def test_measured_curves_stay_in_budget_and_run_more_jobs() -> None:
         assert fast.pauses <= 2, (seed, fast)  # seen early: admission slows down instead
         slow = run_world(_mix(seed, slow=0.4, measured=True), 6 * GiB, 8)
         assert slow.worst <= 6 * GiB, (seed, slow)
+    assert sum(o for o, _ in walls) < sum(p for _, p in walls), walls  # but faster in all
     # fourteen equal torch TUs, the shape of libamm: the curve lets a fifth job overlap
     shapes = [(int(1.2 * GiB), 10.0 * (0.9 + 0.015 * i)) for i in range(14)]
     budget = int(4.7 * 1.2 * GiB)
