@@ -50,10 +50,14 @@ def build(ex: StepHost, step: Step) -> None:
         jobs = broker.report()
         ex.oom += [f"{step.id}: {line}" for line in oom_kills(jobs)]
         ex.requeued += [f"{step.id}: {line}" for line in requeues(jobs)]
+        if broker.failure:  # a bug of ours: it cost time, and it must be seen
+            ex.requeued.append(f"{step.id}: the memory scheduler failed ({broker.failure}); "
+                               "the compiles after it ran one at a time — please report it")
         atomic_write(report, json.dumps({"step": step.id, "budget": cfg.budget,
                                           "wall0": broker.wall0, "compiler_cache": cache,
                                           "slots": cfg.slots,
                                           "most_used": broker.most_used,
+                                          "scheduler_failure": broker.failure,
                                           "prediction": dataclasses.asdict(prediction),
                                           "jobs": jobs}, indent=1))
 

@@ -18,66 +18,19 @@ import json
 import socket
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from builder.memory import backstop
-from builder.memory.compileid import compile_id, compile_key
-from builder.memory.estimate import (
-    DEVICE_SUFFIXES,
-    Estimate,
-    estimate,
-    nvcc_shape,
-    ramp_model,
-    scan_includes,
-)
-from builder.memory.history import History, flags_hash, job_key
+from builder.memory.estimate import DEVICE_SUFFIXES, Estimate, ramp_model
+from builder.memory.history import History
+from builder.memory.intake import CACHES, BrokerConfig, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
-from builder.memory.policy import (
-    Job,
-    Model,
-    admit,
-    ahead_of,
-    envelope,
-    guard,
-    sped_up,
-)
+from builder.memory.policy import Job, Model, admit, ahead_of, envelope, guard, sped_up
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
-
-#: compiler caches that may be chained after the launcher: a hit runs no compiler, so its
-#: measurement says nothing about the compile (sccache compiles in its server, out of sight)
-CACHES = ("ccache", "sccache", "buildcache")
-
-@dataclass
-class BrokerConfig:
-    budget: int
-    slots: int
-    source_root: str
-    build_dir: str
-    history_path: str
-    recipe_default: int = 0
-    recipe_globs: tuple[tuple[str, int], ...] = ()
-    lowmem_flags: tuple[str, ...] = ()
-    #: the recipe: with it, jobs are named in the history by what determines their
-    #: compile (memory.compileid), not by absolute paths; "": by absolute path
-    scope: str = ""
-    include_roots: tuple[str, ...] = field(default_factory=tuple)
-    model: Model | None = None  # None: ``ramp`` of memory_priors.json
-    time_model: bool = True  # False: reserve every job's peak for its whole life
-    pause: bool = True  # run the guard (pause/resume); False: admission alone
-    learn: bool = True  # re-estimate waiting jobs from their group's jobs measured so far
-    #: watch the build cgroup's measured memory and freeze/thaw/requeue (:mod:`.backstop`)
-    backstop: bool = True
-    backstop_period: float = 0.05
-    #: with the backstop watching: admit jobs never measured on their prior's CPU time and
-    #: the generic ramp (not their peak for their whole life), and without the prior's margin
-    speculate: bool = True
-    #: seconds to gather the burst of jobs ninja starts at once before the first grant on
-    #: an idle machine, so that largest-first applies to all of them, not the first to call
-    settle: float = 0.25
 
 
 class Broker:
@@ -110,6 +63,9 @@ class Broker:
         self.build_cgroup: Path | None = None
         self._used: list[tuple[float, int]] = []  # (time, bytes) of the last samples
         self.most_used = 0  # the most the build's cgroup held, as the backstop saw it
+        #: the first error of the scheduling policy or the backstop ("": none); the build
+        #: went on one job at a time, without the backstop
+        self.failure = ""
         self._watcher: threading.Thread | None = None
 
     def now(self) -> float:
@@ -167,30 +123,8 @@ class Broker:
 
     def _estimate(self, msg: dict[str, Any]
                   ) -> tuple[JobRecord, str, str, float, int, bool, tuple[float, ...]]:
-        file = str(msg.get("file", ""))
-        argv = [str(a) for a in msg.get("argv", [])]
-        root = Path(self.cfg.source_root)
-        try:
-            rel = str(Path(file).resolve().relative_to(root.resolve()))
-        except ValueError:
-            rel = file
-        link = msg.get("kind") == "link"
-        includes = () if link else scan_includes(Path(file),
-                                                 (root, *map(Path, self.cfg.include_roots)))
-        if self.cfg.scope:
-            file = compile_id(file, str(root), self.cfg.build_dir, self.cfg.scope)
-            key = compile_key(file, argv, str(msg.get("file", "")), str(root),
-                              self.cfg.build_dir, link=link)
-        else:
-            key = job_key(file, flags_hash(argv, self.cfg.build_dir), argv[0] if argv else "")
-        threads, archs = nvcc_shape(argv)
-        est = estimate(rel, includes, recipe_default=self.cfg.recipe_default,
-                       recipe_globs=self.cfg.recipe_globs, history=self.history.get(key),
-                       history_file=self.history.for_file(file), nvcc_threads=threads,
-                       nvcc_archs=archs)
-        if link:  # links learn from links, not from the compiles of the default prior
-            est = replace(est, group="" if est.source.startswith("history") else "link",
-                          family="")
+        job = intake(msg, self.cfg, self.history)
+        est = job.est
         # only this very compile's measured CPU time drives the time model: other flags,
         # recipe values and priors say nothing reliable about its speed — unless the
         # backstop watches the build's memory, which makes a wrong guess cost time only
@@ -200,22 +134,21 @@ class Broker:
         # (admitting a never-measured job on its expected memory) needs that watch too
         watched = self._watched(msg) and not cpu and self.cfg.speculate
         # nvcc's memory comes in one cicc peak per arch, early: the ramp does not bound it
-        spec = watched and est.seconds > 0 and not rel.endswith(DEVICE_SUFFIXES)
+        spec = watched and est.seconds > 0 and not job.rel.endswith(DEVICE_SUFFIXES)
         if watched:
             cpu, est = (est.seconds if spec else 0.0), replace(est, reserve=est.peak)
         with self.cond:
             self._n += 1
             n = self._n
-        rec = JobRecord(f"{n}:{rel}", rel, est.peak, est.reserve, est.source,
+        rec = JobRecord(f"{n}:{job.rel}", job.rel, est.peak, est.reserve, est.source,
                         self.now(), retry=bool(msg.get("retry")), model_cpu=cpu,
                         model_curve=bool(curve), family=est.family,
                         group="" if est.source.startswith("history") else est.group,
-                        speculative=spec, kind="link" if link else "compile",
+                        speculative=spec, kind="link" if job.link else "compile",
                         rerun=bool(msg.get("requeued")))
         if rec.group:
             self._estimates[rec.id] = est
-        cached = bool(argv) and Path(argv[0]).name in CACHES
-        return rec, key, file, cpu, max(threads, 1), cached, curve
+        return rec, job.key, job.file, cpu, job.threads, job.cached, curve
 
     def _model(self) -> Model:
         """The time model now: thinner allowances while the backstop watches, tightened
@@ -249,7 +182,25 @@ class Broker:
 
     def _schedule(self) -> None:
         """Called with the condition held: pause/resume what the guard says, then start
-        whatever the policy admits."""
+        whatever the policy admits — or, should the policy ever fail, one job at a time,
+        so that a bug in it costs time and never stalls the build."""
+        if not self.failure:
+            try:
+                self._by_policy()
+                return
+            except Exception as exc:  # any failure: the build must go on
+                self.failure = f"{type(exc).__name__}: {exc}"
+                for live in self.running.values():
+                    live.go(self.now())  # nothing stays stopped by a policy that failed
+        if not self.running and self.waiting:
+            job = min(self.waiting, key=lambda j: j.order)
+            self.waiting.remove(job)
+            rec = next(r for r in reversed(self.records) if r.id == job.id)
+            self.running[job.id] = Live(rec, 0.0, job.threads, self.now())
+            self.grants[job.id] = (True, False)
+        self.cond.notify_all()
+
+    def _by_policy(self) -> None:
         now = self.now()
         view = {i: live.view(now) for i, live in self.running.items()}
         self.speed = max([self.speed, *(ahead_of(r) for r in view.values())])
@@ -284,7 +235,14 @@ class Broker:
                     return
                 group = self.build_cgroup
             if group is not None:
-                self._react(anon_bytes(group))
+                try:
+                    self._react(anon_bytes(group))
+                except Exception as exc:  # never leave a job frozen
+                    with self.cond:
+                        self.failure = self.failure or f"{type(exc).__name__}: {exc}"
+                        for live in self.running.values():
+                            live.go(self.now())
+                    return
             time.sleep(self.cfg.backstop_period)
 
     def _react(self, used: int) -> None:
@@ -361,8 +319,10 @@ class Broker:
                         self._burst = self.now()
                     self.waiting.append(job)
                     self._schedule()
-                    while rec.id not in self.grants:
-                        self.cond.wait()
+                    while rec.id not in self.grants and not self._stopped:
+                        self.cond.wait(1.0)
+                    if rec.id not in self.grants:
+                        return  # the build is over: the launcher goes on without us
                     rec.alone, rec.lowmem = self.grants[rec.id]
                     live = self.running[rec.id]
                 rec.started = self.now()

@@ -8,6 +8,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from builder.memory.broker import Broker, BrokerConfig
 from builder.memory.estimate import Estimate
@@ -83,6 +86,31 @@ def test_reserved_memory_limits_concurrency(tmp_path: Path) -> None:
     assert all(j["peak"] > 30 * 2**20 for j in jobs)  # the launcher measured the child
     history = json.loads((tmp_path / "history.json").read_text())["jobs"]
     assert len(history) == 5
+
+
+def test_a_failing_policy_costs_time_never_a_stall(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # a bug in admission (here: it raises from the third call on) must not leave the
+    # launchers waiting for a grant that never comes: the rest run one at a time
+    import builder.memory.broker as broker_module
+
+    calls = []
+    real = broker_module.admit
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 2:
+            raise ZeroDivisionError("a policy bug")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(broker_module, "admit", failing)
+    broker = _broker(tmp_path, budget=10**10, glob_size=100 * 10**6)
+    _run_all(tmp_path, broker, [f"t{i}.cpp" for i in range(6)], stagger=0.1)
+    jobs = broker.report()
+    assert len(jobs) == 6 and all(j["rc"] == 0 for j in jobs)
+    assert broker.failure == "ZeroDivisionError: a policy bug"
+    late = [j for j in jobs if j["started"] > min(float(k["ended"]) for k in jobs)]
+    assert late and _most_at_once(late) == 1, jobs  # after the failure: one at a time
 
 
 def test_a_cold_build_learns_from_the_first_jobs_of_a_glob(tmp_path: Path) -> None:
