@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 TAIL_LINES = 30
+#: seconds to wait for the rest of a command's output once it has exited
+OUTPUT_GRACE = 5.0
 
 
 def capture(argv: Sequence[str], timeout: float = 20.0,
@@ -199,28 +201,54 @@ class SubprocessRunner:
             timer = threading.Timer(timeout, kill_on_timeout)
             timer.daemon = True
             timer.start()
-            try:
+            # the output is read on a thread and the command's own end is what counts: a
+            # process it left in the background (a compiler-cache server, a test's daemon)
+            # may hold the output open for hours
+            gate = threading.Lock()
+            reading = [True]  # False once this call is done with the log
+
+            def pump() -> None:
                 assert proc.stdout is not None
-                for raw in proc.stdout:
-                    line = redact(raw.decode("utf-8", errors="replace").rstrip("\n"), secrets)
-                    log.write(line + "\n")
-                    log.flush()  # so that `tail -f` on a step's log follows it live
-                    tail.append(line)
-                    if on_line is not None:
-                        on_line(line)
+                with contextlib.suppress(OSError, ValueError):
+                    for raw in proc.stdout:
+                        line = redact(raw.decode("utf-8", errors="replace").rstrip("\n"),
+                                      secrets)
+                        with gate:
+                            if not reading[0]:
+                                return
+                            log.write(line + "\n")
+                            log.flush()  # so that `tail -f` on a step's log follows it live
+                            tail.append(line)
+                            if on_line is not None:
+                                on_line(line)
+
+            def done_reading(note: str = "") -> None:
+                with gate:
+                    reading[0] = False
+                    if note:
+                        log.write(note)
+
+            reader = threading.Thread(target=pump, daemon=True)
+            reader.start()
+            try:
                 rc = proc.wait()
+                reader.join(OUTPUT_GRACE)
+                done_reading(f"# exited; a process it left running still holds its output — "
+                             f"not waiting for it after {OUTPUT_GRACE:.0f}s\n"
+                             if reader.is_alive() else "")
             except KeyboardInterrupt:
                 _kill_group(proc)
                 proc.wait()
-                log.write("# interrupted\n")
+                reader.join(OUTPUT_GRACE)
+                done_reading("# interrupted\n")
                 return Result(130, list(tail), time.monotonic() - start, interrupted=True)
             finally:
                 timer.cancel()
                 self._current = None
                 with self._lock:
                     self._running.discard(proc)
-                if proc.stdout is not None:
-                    proc.stdout.close()
+                if proc.stdout is not None and not reader.is_alive():
+                    proc.stdout.close()  # (one still read would block its closing)
             if timed_out:
                 log.write(f"# timed out after {timeout:.0f}s\n")
             log.write(f"# exit code {rc}\n")
