@@ -63,8 +63,8 @@ class Broker:
         self.build_cgroup: Path | None = None
         self._used: list[tuple[float, int]] = []  # (time, bytes) of the last samples
         self.most_used = 0  # the most the build's cgroup held, as the backstop saw it
-        #: the first error of the scheduling policy or the backstop ("": none); the build
-        #: went on one job at a time, without the backstop
+        #: the first error of the scheduling policy or the backstop ("": none); from then
+        #: on the compiles go one at a time
         self.failure = ""
         self._watcher: threading.Thread | None = None
 
