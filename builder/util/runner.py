@@ -209,13 +209,13 @@ class SubprocessRunner:
 
             def pump() -> None:
                 assert proc.stdout is not None
-                with contextlib.suppress(OSError, ValueError):
+                with contextlib.suppress(OSError, ValueError), proc.stdout:
                     for raw in proc.stdout:
                         line = redact(raw.decode("utf-8", errors="replace").rstrip("\n"),
                                       secrets)
                         with gate:
-                            if not reading[0]:
-                                return
+                            if not reading[0]:  # drained, not written: SIGPIPE kills no one
+                                continue
                             log.write(line + "\n")
                             log.flush()  # so that `tail -f` on a step's log follows it live
                             tail.append(line)
@@ -247,8 +247,6 @@ class SubprocessRunner:
                 self._current = None
                 with self._lock:
                     self._running.discard(proc)
-                if proc.stdout is not None and not reader.is_alive():
-                    proc.stdout.close()  # (one still read would block its closing)
             if timed_out:
                 log.write(f"# timed out after {timeout:.0f}s\n")
             log.write(f"# exit code {rc}\n")

@@ -17,12 +17,12 @@ from tests.functional.conftest import need
 pytestmark = pytest.mark.functional
 
 OOM_ONCE = """#!/bin/sh
-# g++, except that the first compile of the first unity file "is killed" the way g++
-# reports a cc1plus killed by the kernel (exit status 1, not 137)
+# g++, except that the first compile of a first unity file "is killed" the way g++
+# reports a cc1plus killed by the kernel (exit status 1, not 137); mkdir is atomic: of
+# two unity_0 files compiled at once, one only
 case "$*" in
   *unity_0_cxx.cxx*)
-    if [ ! -e {mark} ]; then
-      : > {mark}
+    if mkdir {mark} 2>/dev/null; then
       echo "g++: fatal error: Killed signal terminated program cc1plus" >&2
       exit 1
     fi;;
