@@ -23,6 +23,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="rewrite tests/golden/* from the current behaviour")
 
 
+#: a test still running after this many seconds has hung (the longest take about 2 minutes
+#: on 2 cores): with pytest-timeout (the `test` extra) it fails with every thread's stack and
+#: the suite goes on.  Set per test here, not in pyproject.toml, where a pytest without the
+#: plugin (the GPU machine's, the example projects' test steps) would stop at the unknown key.
+HUNG = 600
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(HUNG))
+
+
 @pytest.fixture
 def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
