@@ -116,7 +116,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
               (f", {remote} from the remote" if remote else ""))
     for line in summary.oom:  # recovered or not: its estimate was wrong, and it cost time
         print(f"out of memory: {line}")
-    for line in ex.requeued:  # no OOM kill, but work lost: its estimate was too low
+    for line in ex.memory_notes:  # no OOM kill, but time lost: requeues, a scheduler failure
         print(f"memory: {line}")
     _print_wheels(plan)
     for sid, counts in ex.test_counts.items():  # a test that ran nothing is no pass

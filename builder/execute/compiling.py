@@ -49,9 +49,9 @@ def build(ex: StepHost, step: Step) -> None:
             ex.cache_stats.append(cache)
         jobs = broker.report()
         ex.oom += [f"{step.id}: {line}" for line in oom_kills(jobs)]
-        ex.requeued += [f"{step.id}: {line}" for line in requeues(jobs)]
+        ex.memory_notes += [f"{step.id}: {line}" for line in requeues(jobs)]
         if broker.failure:  # a bug of ours: it cost time, and it must be seen
-            ex.requeued.append(f"{step.id}: the memory scheduler failed ({broker.failure}); "
+            ex.memory_notes.append(f"{step.id}: the memory scheduler failed ({broker.failure}); "
                                "the compiles after it ran one at a time — please report it")
         atomic_write(report, json.dumps({"step": step.id, "budget": cfg.budget,
                                           "wall0": broker.wall0, "compiler_cache": cache,

@@ -90,8 +90,9 @@ class Executor:
         self.broker: Any = None  # the running build step's memory broker, for progress
         self.cache_stats: list[dict[str, int]] = []  # compiler cache hits/misses per build
         self.oom: list[str] = []  # compiles killed out of memory (memory.jobs.oom_kills)
-        #: compiles the memory backstop killed and ran again (memory.jobs.requeues)
-        self.requeued: list[str] = []
+        #: compiles the memory backstop killed and ran again (memory.jobs.requeues), and a
+        #: failure of the memory scheduler
+        self.memory_notes: list[str] = []
         self.test_counts: dict[str, Any] = {}  # test step → testcounts.Counts (or None)
 
     def emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",

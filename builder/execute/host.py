@@ -25,7 +25,9 @@ class StepHost(Protocol):
     broker: Any  # the running build step's memory broker, for progress
     cache_stats: list[dict[str, int]]  # compiler cache hits/misses per build
     oom: list[str]  # compiles killed out of memory
-    requeued: list[str]  # compiles the memory backstop killed and ran again
+    #: what cost time in the memory scheduler: compiles its backstop killed and ran again,
+    #: its own failure
+    memory_notes: list[str]
 
     def commands(self, step: Step) -> None:
         """Run the step's commands, each logged; a failure raises StepFailed."""

@@ -25,7 +25,7 @@ from typing import Any
 from builder.memory import backstop
 from builder.memory.estimate import DEVICE_SUFFIXES, Estimate, ramp_model
 from builder.memory.history import History
-from builder.memory.intake import CACHES, BrokerConfig, intake
+from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
 from builder.memory.policy import Job, Model, admit, ahead_of, envelope, guard, sped_up
@@ -122,7 +122,9 @@ class Broker:
     # -- one job --------------------------------------------------------------------
 
     def _estimate(self, msg: dict[str, Any]
-                  ) -> tuple[JobRecord, str, str, float, int, bool, tuple[float, ...]]:
+                  ) -> tuple[JobRecord, Intake, float, tuple[float, ...]]:
+        """The job's record, what its message says of it, and the CPU time and memory
+        curve the time model uses for it (0 and (): none)."""
         job = intake(msg, self.cfg, self.history)
         est = job.est
         # only this very compile's measured CPU time drives the time model: other flags,
@@ -148,7 +150,7 @@ class Broker:
                         rerun=bool(msg.get("requeued")))
         if rec.group:
             self._estimates[rec.id] = est
-        return rec, job.key, job.file, cpu, job.threads, job.cached, curve
+        return rec, job, cpu, curve
 
     def _model(self) -> Model:
         """The time model now: thinner allowances while the backstop watches, tightened
@@ -189,9 +191,7 @@ class Broker:
                 self._by_policy()
                 return
             except Exception as exc:  # any failure: the build must go on
-                self.failure = f"{type(exc).__name__}: {exc}"
-                for live in self.running.values():
-                    live.go(self.now())  # nothing stays stopped by a policy that failed
+                self._failed(exc)
         if not self.running and self.waiting:
             job = min(self.waiting, key=lambda j: j.order)
             self.waiting.remove(job)
@@ -199,6 +199,13 @@ class Broker:
             self.running[job.id] = Live(rec, 0.0, job.threads, self.now())
             self.grants[job.id] = (True, False)
         self.cond.notify_all()
+
+    def _failed(self, exc: Exception) -> None:
+        """Called with the condition held: keep the first error, resume every stopped job
+        (nothing stays stopped by a scheduler that failed); one at a time from now on."""
+        self.failure = self.failure or f"{type(exc).__name__}: {exc}"
+        for live in self.running.values():
+            live.go(self.now())
 
     def _by_policy(self) -> None:
         now = self.now()
@@ -239,9 +246,7 @@ class Broker:
                     self._react(anon_bytes(group))
                 except Exception as exc:  # never leave a job frozen
                     with self.cond:
-                        self.failure = self.failure or f"{type(exc).__name__}: {exc}"
-                        for live in self.running.values():
-                            live.go(self.now())
+                        self._failed(exc)
                     return
             time.sleep(self.cfg.backstop_period)
 
@@ -308,10 +313,10 @@ class Broker:
                 msg = json.loads(line) if line else {}
                 if msg.get("op") != "acquire":
                     return
-                rec, key, file, cpu, threads, cached, curve = self._estimate(msg)
+                rec, seen, cpu, curve = self._estimate(msg)
                 with self.cond:
-                    job = Job(rec.id, rec.reserve, self._n, cpu, threads, self._share(), curve,
-                              link=rec.kind == "link")
+                    job = Job(rec.id, rec.reserve, self._n, cpu, seen.threads, self._share(),
+                              curve, link=seen.link)
                     self.records.append(rec)
                     if rec.retry:
                         self.exclusive.add(rec.id)
@@ -354,23 +359,23 @@ class Broker:
                 rec.paused = float(result.get("paused", 0.0))
                 measured = tuple(float(x) for x in result.get("curve", ()))
                 # a cache hit (no compiler process under the cache) measured nothing
-                hit = cached and int(result.get("procs", 2)) <= 1
+                hit = seen.cached and int(result.get("procs", 2)) <= 1
                 if rec.peak and rec.rc == 0 and not hit:
                     with self.cond:
                         if not (rec.lowmem or rec.alone or rec.retry):
                             for g in rec.groups:
                                 got = self.learned.get(g, Learned())
                                 self.learned[g] = got.add(rec.peak, rec.cpu, measured)
-                        self.history.record(key, file, rec.peak,
+                        self.history.record(seen.key, seen.file, rec.peak,
                                             float(result.get("seconds", 0.0)), cpu=rec.cpu,
                                             curve=measured)
                         active = float(result.get("seconds", 0.0)) - rec.paused
                         if rec.cpu > 0.5 and active > 0:
-                            self._shares = [*self._shares[-7:], (rec.cpu / threads, active)]
+                            self._shares = [*self._shares[-7:], (rec.cpu / seen.threads, active)]
                 elif rec.oom and rec.peak:
                     with self.cond:  # at least this much: raise the estimate for next time
-                        self.history.record(key, file, max(rec.peak, rec.estimate * 2), 0.0,
-                                            oom=True)
+                        self.history.record(seen.key, seen.file,
+                                            max(rec.peak, rec.estimate * 2), 0.0, oom=True)
             except (OSError, ValueError):
                 pass
             finally:

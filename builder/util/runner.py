@@ -205,7 +205,7 @@ class SubprocessRunner:
             # process it left in the background (a compiler-cache server, a test's daemon)
             # may hold the output open for hours
             gate = threading.Lock()
-            reading = [True]  # False once this call is done with the log
+            given_up = threading.Event()  # this call is done with the log
 
             def pump() -> None:
                 assert proc.stdout is not None
@@ -214,7 +214,7 @@ class SubprocessRunner:
                         line = redact(raw.decode("utf-8", errors="replace").rstrip("\n"),
                                       secrets)
                         with gate:
-                            if not reading[0]:  # drained, not written: SIGPIPE kills no one
+                            if given_up.is_set():  # drained, not written: no SIGPIPE
                                 continue
                             log.write(line + "\n")
                             log.flush()  # so that `tail -f` on a step's log follows it live
@@ -224,7 +224,7 @@ class SubprocessRunner:
 
             def done_reading(note: str = "") -> None:
                 with gate:
-                    reading[0] = False
+                    given_up.set()
                     if note:
                         log.write(note)
 
