@@ -14,6 +14,7 @@ low-memory tier, pauses) for the build report, and measurements go to the histor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -80,7 +81,8 @@ class Broker:
         s.bind(str(self.path))
         s.listen(128)
         self._sock = s
-        self._thread = threading.Thread(target=self._accept, daemon=True)
+        # the thread gets the socket itself: it may first run after stop() has closed it
+        self._thread = threading.Thread(target=self._accept, args=(s,), daemon=True)
         self._thread.start()
         self._ticker = threading.Thread(target=self._tick, daemon=True)
         self._ticker.start()
@@ -95,19 +97,27 @@ class Broker:
                 if live.paused:  # never leave a compiler stopped
                     live.command("resume")
             self.cond.notify_all()
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            # shutdown wakes the accept() blocked in the thread (close alone does not)
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            if self._thread is not None:
+                self._thread.join(timeout=5.0)
+            sock.close()
         self.path.unlink(missing_ok=True)
         self.history.save()
 
-    def _accept(self) -> None:
-        assert self._sock is not None
+    def _accept(self, sock: socket.socket) -> None:
         while True:
             try:
-                conn, _ = self._sock.accept()
-            except OSError:
+                conn, _ = sock.accept()
+            except OSError:  # shut down or closed: the build is over
                 return
+            with self.cond:
+                if self._stopped:
+                    conn.close()  # a late launcher goes on without us
+                    return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _tick(self) -> None:
@@ -310,7 +320,7 @@ class Broker:
         with conn, conn.makefile("rb") as f:
             try:
                 line = f.readline()
-                msg = json.loads(line) if line else {}
+                msg = _message(line) if line else {}
                 if msg.get("op") != "acquire":
                     return
                 rec, seen, cpu, curve = self._estimate(msg)
@@ -341,7 +351,7 @@ class Broker:
                         conn.sendall(b'{"op": "pause"}\n')
                 result: dict[str, Any] = {}
                 for line in f:
-                    msg = json.loads(line)
+                    msg = _message(line)
                     if msg.get("op") == "progress":
                         with self.cond:
                             live.cpu = float(msg.get("cpu", 0.0))
@@ -377,7 +387,10 @@ class Broker:
                         self.history.record(seen.key, seen.file,
                                             max(rec.peak, rec.estimate * 2), 0.0, oom=True)
             except (OSError, ValueError):
-                pass
+                pass  # the launcher went away or sent what is not a message: job over
+            except Exception as exc:  # a thread's error must cost time, never stall
+                with self.cond:
+                    self._failed(exc)
             finally:
                 if rec is not None:
                     rec.ended = self.now()
@@ -408,3 +421,11 @@ class Broker:
     def report(self) -> list[dict[str, Any]]:
         with self.cond:
             return [asdict(r) for r in self.records]
+
+
+def _message(line: bytes) -> dict[str, Any]:
+    """One line of a launcher's: a JSON object (ValueError: anything else)."""
+    msg = json.loads(line)
+    if not isinstance(msg, dict):
+        raise ValueError(f"not a message: {line[:80]!r}")
+    return msg

@@ -232,9 +232,14 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
         # stderr=PIPE with the default buffering is always a BufferedReader
         stream = proc.stderr
         assert isinstance(stream, io.BufferedReader)
+        passing = True  # until our own stderr fails (ninja gone): then only drained
         for chunk in iter(lambda: stream.read1(65536), b""):
-            sys.stderr.buffer.write(chunk)
-            sys.stderr.buffer.flush()
+            if passing:
+                try:
+                    sys.stderr.buffer.write(chunk)
+                    sys.stderr.buffer.flush()
+                except OSError:
+                    passing = False
             err.extend(chunk)
             del err[:-8192]
 

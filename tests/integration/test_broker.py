@@ -113,6 +113,32 @@ def test_a_failing_policy_costs_time_never_a_stall(tmp_path: Path,
     assert late and _most_at_once(late) == 1, jobs  # after the failure: one at a time
 
 
+def test_the_broker_threads_end_cleanly_whatever_comes(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # a build with nothing to compile stops its broker at once (its accept thread may
+    # first run after the socket is closed); a connection may send what is no message
+    import socket
+    import threading
+
+    errors: list[str] = []
+    monkeypatch.setattr(threading, "excepthook",
+                        lambda a: errors.append(f"{a.thread}: {a.exc_type}: {a.exc_value}"))
+    for _ in range(30):
+        broker = _broker(tmp_path, budget=10**9, glob_size=100 * 10**6)
+        broker.stop()
+        assert broker._thread is not None and not broker._thread.is_alive()
+    broker = _broker(tmp_path, budget=10**9, glob_size=100 * 10**6)
+    for junk in (b"[1, 2]\n", b"not json\n", b"\"acquire\"\n", b"\n"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(str(broker.path))
+            s.sendall(junk)
+            s.shutdown(socket.SHUT_WR)
+            assert s.recv(100) == b""  # the broker hung up: nothing granted, nothing stuck
+    _run_all(tmp_path, broker, ["ok.cpp"])  # and it still serves launchers
+    assert [j["rc"] for j in broker.report()] == [0]
+    assert broker.failure == "" and errors == []
+
+
 def test_a_cold_build_learns_from_the_first_jobs_of_a_glob(tmp_path: Path) -> None:
     # the recipe says 400 MB per TU (460 MB reserved: 2 fit in 1 GB); the fake compilers
     # measure ~50 MB, so once two have finished the rest are re-estimated from them
