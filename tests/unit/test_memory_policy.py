@@ -56,6 +56,26 @@ def test_jobs_of_about_the_same_size_start_in_the_order_they_came() -> None:
     assert [j.id for j in by_size(chain)] == ["b", "a", "c"]
 
 
+def test_the_longest_of_a_band_starts_first_where_durations_are_measured() -> None:
+    # nvcc TUs of ~5.4 GB, ~85 s each, and one of 163 s that ninja gives last: started
+    # last, it runs alone for its last 80 s; started first, it ends with the others
+    mib = 2**20
+    band = [Job(f"t{i}", (5422 + i) * mib, i, seconds=85.0 + i, threads=2) for i in range(8)]
+    band.append(Job("attention", 5428 * mib, 8, seconds=163.0, threads=2))
+    unknown = Job("new.cu", 5430 * mib, 9)  # never measured: first, it may be the longest
+    order = [j.id for j in by_size([*band, unknown])]
+    assert order == ["new.cu", "attention", *[f"t{i}" for i in reversed(range(8))]]
+    # on the plan's clock, two at a time (12 GiB): measured, the build ends with the
+    # shortest; unmeasured (same jobs, ninja's order) it ends with the longest
+    timed = [(j.id, j.estimate, j.seconds / 2, j.seconds) for j in band]
+    untimed = [row[:3] for row in timed]
+    walls = sum(row[2] for row in timed)
+    lpt = simulate(timed, budget=12 * 2**30, slots=16)
+    fifo = simulate(untimed, budget=12 * 2**30, slots=16)
+    assert lpt.most == fifo.most == 2
+    assert lpt.wall <= walls / 2 * 1.03 < fifo.wall, (lpt.wall, fifo.wall, walls / 2)
+
+
 def test_admits_largest_first_and_backfills() -> None:
     waiting = [Job("a", 1 * GB, 0), Job("b", 3 * GB, 1), Job("c", 2 * GB, 2)]
     grants = admit(waiting, {}, budget=4 * GB, slots=4)
