@@ -86,6 +86,7 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "INF",
+    "LONG",
     "SAME_SIZE",
     "Envelope",
     "Grant",
@@ -307,25 +308,33 @@ def _as_running(r: int | Running) -> Running:
 
 #: estimates within this fraction of a larger one's count as the same size (:func:`by_size`)
 SAME_SIZE = 0.10
+#: a job expected to run this many times its band's median goes first (:func:`by_size`)
+LONG = 1.5
 
 
 def by_size(waiting: Sequence[Job]) -> list[Job]:
     """Links first (short, and the rest of the build waits on them: under largest-first
     they ran one by one at the end), then largest first; jobs of about the same size
-    (within :data:`SAME_SIZE` of the largest of their band) go longest first where their
-    CPU time was measured, else in the order they came.  A few MB of estimate between two
-    torch TUs say nothing, and strict largest-first let one TU wait behind every later
-    one; but the longest job of a band started last is the build's tail (an nvcc TU of
-    163 s started last of nine of ~85 s ran 50 s alone at the end).  Jobs of unknown
-    duration come first in their band, in the build tool's order."""
+    (within :data:`SAME_SIZE` of the largest of their band) in the build tool's order —
+    except the band's long ones, which go first, longest first.  A few MB of estimate
+    between two torch TUs say nothing, and ninja's order follows its graph: strict
+    largest-first let one TU wait behind every later one, and ordering a band by its
+    measured CPU times (17.6-23.4 s for alike libamm TUs, run-to-run noise) started
+    the TU that the library's link waited for last.  A job measured at :data:`LONG` × its
+    band's median or more is no noise: started last, it is the build's tail (an nvcc TU of
+    163 s, given last of nine of ~85 s, ran 80 s alone at the end)."""
     out = sorted((j for j in waiting if j.link), key=lambda j: j.order)
     ranked = sorted((j for j in waiting if not j.link), key=lambda j: (-j.estimate, j.order))
     while ranked:
         top = ranked[0].estimate
         band = [j for j in ranked if j.estimate >= top * (1 - SAME_SIZE)]
         ranked = ranked[len(band):]
-        out.extend(sorted(band, key=lambda j: (-_duration(j), j.order) if j.seconds > 0
-                          else (-INF, j.order)))
+        known = sorted(_duration(j) for j in band if j.seconds > 0)
+        typical = known[len(known) // 2] if known else INF
+        long = sorted((j for j in band if j.seconds > 0 and _duration(j) >= LONG * typical),
+                      key=lambda j: (-_duration(j), j.order))
+        out.extend(long)
+        out.extend(sorted((j for j in band if j not in long), key=lambda j: j.order))
     return out
 
 

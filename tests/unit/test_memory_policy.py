@@ -56,17 +56,17 @@ def test_jobs_of_about_the_same_size_start_in_the_order_they_came() -> None:
     assert [j.id for j in by_size(chain)] == ["b", "a", "c"]
 
 
-def test_the_longest_of_a_band_starts_first_where_durations_are_measured() -> None:
+def test_the_long_jobs_of_a_band_start_first_where_durations_are_measured() -> None:
     # nvcc TUs of ~5.4 GB, ~85 s each, and one of 163 s that ninja gives last: started
     # last, it runs alone for its last 80 s; started first, it ends with the others
     mib = 2**20
     band = [Job(f"t{i}", (5422 + i) * mib, i, seconds=85.0 + i, threads=2) for i in range(8)]
     band.append(Job("attention", 5428 * mib, 8, seconds=163.0, threads=2))
-    unknown = Job("new.cu", 5430 * mib, 9)  # never measured: first, it may be the longest
+    unknown = Job("new.cu", 5430 * mib, 9)  # never measured: ninja's order
     order = [j.id for j in by_size([*band, unknown])]
-    assert order == ["new.cu", "attention", *[f"t{i}" for i in reversed(range(8))]]
+    assert order == ["attention", *[f"t{i}" for i in range(8)], "new.cu"]
     # on the plan's clock, two at a time (12 GiB): measured, the build ends with the
-    # shortest; unmeasured (same jobs, ninja's order) it ends with the longest
+    # short ones; unmeasured (same jobs, ninja's order) it ends with the longest
     timed = [(j.id, j.estimate, j.seconds / 2, j.seconds) for j in band]
     untimed = [row[:3] for row in timed]
     walls = sum(row[2] for row in timed)
@@ -74,6 +74,11 @@ def test_the_longest_of_a_band_starts_first_where_durations_are_measured() -> No
     fifo = simulate(untimed, budget=12 * 2**30, slots=16)
     assert lpt.most == fifo.most == 2
     assert lpt.wall <= walls / 2 * 1.03 < fifo.wall, (lpt.wall, fifo.wall, walls / 2)
+    # alike libamm TUs measured 17.6-23.4 s (run-to-run noise): ninja's order stays — it
+    # follows the graph (the library's link waits for some of them, not for the tests)
+    cpu = [21.3, 19.5, 17.9, 23.4, 21.5, 23.1, 21.9, 23.0, 22.3, 22.0, 16.9, 23.1, 17.6]
+    alike = [Job(f"u{i}", (1295 + i) * mib, i, seconds=c) for i, c in enumerate(cpu)]
+    assert [j.id for j in by_size(alike)] == [j.id for j in alike]
 
 
 def test_admits_largest_first_and_backfills() -> None:
