@@ -97,7 +97,16 @@ def host_info(cores: int) -> dict[str, object]:
         model = found.group(1).strip() if found else model
     except OSError:
         pass
-    return {"name": platform.node(), "cores": cores, "cpu": model}
+    try:  # tells two machines of one name and CPU model apart (a fresh GPU machine)
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return {"name": platform.node(), "cores": cores, "cpu": model, "boot": boot}
+
+
+def _machine(r: Row) -> str:
+    """The boot the row was measured in ("": not recorded)."""
+    return str(r["host"].get("boot", ""))
 
 
 def load_rows(work: Path) -> list[Row]:
@@ -166,24 +175,30 @@ def summarize(rows: list[Row], workload: str) -> bool:
                 if r["run"] == "builder (cold)":  # a new cold start: its own history runs
                     latest = {k: v for k, v in latest.items() if not k.startswith("builder")}
                 run = str(r["run"])
-                # a fixed -jN measured again (another piece's --repeats) adds its runs
-                latest[run] = _merge(latest[run], r) if run in latest and \
+                # a fixed -jN measured again on the same machine (another piece's
+                # --repeats) adds its runs; on another machine it is another row
+                key = f"{run}@{_machine(r)}" if run.startswith("fixed") else run
+                latest[key] = _merge(latest[key], r) if key in latest and \
                     run.startswith("fixed") else r  # builder's: the newest counts
         table = sorted(latest.values(), key=_order)
-        hosts = {(r["host"]["cores"], r["host"]["cpu"]) for r in table}
-        print(f"{workload} under a {cap} cap, " + "; ".join(f"{c} cores, {m}" for c, m in hosts)
-              + ("  (rows from different hosts: compare with care)" if len(hosts) > 1 else ""))
+        hosts = {(r["host"]["cores"], r["host"]["cpu"], _machine(r)[:8]) for r in table}
+        print(f"{workload} under a {cap} cap, " + "; ".join(
+            f"{c} cores, {m}" + (f" (boot {b})" if b and len(hosts) > 1 else "")
+            for c, m, b in sorted(hosts))
+              + ("  (rows from different machines: builder's runs are compared with the "
+                 "fixed runs of their own)" if len(hosts) > 1 else ""))
         print(f"{'run':22} {'ok':>4} {'OOM kills':>10} {'build s':>9} {'peak MiB':>9}")
         for r in table:
-            print(_line(r))
+            print(_line(r) + (f"  [boot {_machine(r)[:8]}]" if len(hosts) > 1 else ""))
         ok = _targets(table) and ok
     return ok
 
 
 def _targets(table: list[Row]) -> bool:
+    """Each builder run against the best safe fixed -jN *of its own machine*: a fresh GPU
+    machine of the same name and CPU ran -j5 in 71.4 s where the one before took 57.3 s."""
     fixed = [r for r in table if r["run"].startswith("fixed")]
     safe = [r for r in fixed if r["ok"] and r["oom"] == 0]
-    best = min(safe, key=lambda r: float(r["seconds"])) if safe else None
     cold = next((r for r in table if r["run"] == "builder (cold)"), None)
     hist = [r for r in table if r["run"].startswith("builder (history")]
     ok = True
@@ -205,7 +220,14 @@ def _targets(table: list[Row]) -> bool:
             if log.is_file():
                 print("\n".join(log.read_text().splitlines()[-15:]))
             continue
-        if best:
+        mine = [f for f in safe if _machine(f) == _machine(r)]
+        best = min(mine, key=lambda f: float(f["seconds"])) if mine else None
+        if best is None and safe:
+            ok = False
+            print(f"{r['run']}: no fixed -jN survived on its machine (boot "
+                  f"{_machine(r)[:8] or '?'}); the fixed runs of other machines are not "
+                  "comparable: run the fixed pieces again on this one")
+        elif best:
             ratio = float(r["seconds"]) / float(best["seconds"])
             target = HISTORY_TARGET if "history" in str(r["run"]) else COLD_TARGET
             print(f"{r['run']}: {ratio:.2f}× the best safe fixed run ({best['run']}); "

@@ -9,7 +9,9 @@
 #   RUNS      comma list of fixed:N, cold, history (memory_cap.py --only), or `summary`
 # e.g.      bash tests/gpu/memory_bench.sh libamm fixed:4,fixed:5 --cap 6GiB --repeats 3
 #           (give every piece of one table the same --cap: rows group by workload and cap)
-# SEED=FILE starts $WORK/results.json from an earlier piece's results.json (a fresh machine).
+# SEED=FILE starts $WORK/results.json from an earlier piece's results.json (a fresh machine;
+# its rows are kept, but builder's runs are compared only with the fixed -jN runs of their
+# own machine, told apart by boot id: run the fixed pieces again there).
 # Writes to $OUT (or /tmp/memory-bench): results.json, summary.txt, the piece's log, and
 # for builder runs its per-job reports, .ninja_log and memory history (reports/).
 #

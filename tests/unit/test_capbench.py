@@ -1,0 +1,50 @@
+"""bench/capbench.py's table: builder's runs are compared with the fixed -jN runs of their
+own machine only (a fresh GPU machine of the same name and CPU model ran -j5 in 71.4 s
+where the one before took 57.3 s: a ratio across them measures the machines)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.capbench import summarize
+
+
+def _row(run: str, seconds: float, boot: str, **extra: Any) -> dict[str, Any]:
+    row = {"workload": "libamm", "cap": "6GiB", "run": run, "ok": True, "oom": 0,
+           "seconds": seconds, "peak": 5000, "date": f"2026-11-25 {seconds:06.1f}",
+           "host": {"name": "vm", "cores": 16, "cpu": "Xeon", "boot": boot}}
+    if run.startswith("fixed"):
+        row["jobs"] = int(run.split("-j")[1])
+    else:
+        row.update(retries=0, pauses=0, most=5, timed="18/18", curved=13)
+    return {**row, **extra}
+
+
+def test_builder_is_compared_with_its_own_machines_fixed_runs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [_row("fixed -j5", 57.3, "aaaa"), _row("builder (cold)", 60.0, "aaaa"),
+            _row("fixed -j5", 71.4, "bbbb"), _row("builder (history)", 73.5, "bbbb")]
+    assert not summarize(rows, "libamm")  # history: 1.03x its machine's -j5, over 1.0
+    out = capsys.readouterr().out
+    assert "builder (cold): 1.05× the best safe fixed run" in out
+    # against its own machine's 71.4 s, not the other's 57.3 s (1.28x)
+    assert "builder (history): 1.03× the best safe fixed run" in out
+    assert "[boot bbbb]" in out and "rows from different machines" in out
+    assert out.count("fixed -j5 ") == 2  # one row per machine, not merged
+
+
+def test_a_run_without_a_fixed_baseline_on_its_machine_is_not_compared(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [_row("fixed -j5", 57.3, "aaaa"), _row("builder (cold)", 50.0, "cccc"),
+            _row("builder (history)", 49.0, "cccc")]
+    assert not summarize(rows, "libamm")
+    out = capsys.readouterr().out
+    assert "builder (cold): no fixed -jN survived on its machine" in out
+    assert "×" not in out
+    # rows recorded before machines were told apart (no boot) still compare as before
+    old = [{**r, "host": {k: v for k, v in r["host"].items() if k != "boot"}}
+           for r in (_row("fixed -j5", 57.3, ""), _row("builder (cold)", 57.0, ""),
+                     _row("builder (history)", 56.0, ""))]
+    assert summarize(old, "libamm")
