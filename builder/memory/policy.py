@@ -321,8 +321,8 @@ def by_size(waiting: Sequence[Job]) -> list[Job]:
     largest-first let one TU wait behind every later one, and ordering a band by its
     measured CPU times (17.6-23.4 s for alike libamm TUs, run-to-run noise) started
     the TU that the library's link waited for last.  A job measured at :data:`LONG` × its
-    band's median or more is no noise: started last, it is the build's tail (an nvcc TU of
-    163 s, given last of nine of ~85 s, ran 80 s alone at the end)."""
+    band's median or more is no noise: started late, it is the build's tail (an nvcc TU of
+    163 s CPU among TUs of ~85 s, started 11th of 12, ran alone for the build's last 28 s)."""
     out = sorted((j for j in waiting if j.link), key=lambda j: j.order)
     ranked = sorted((j for j in waiting if not j.link), key=lambda j: (-j.estimate, j.order))
     while ranked:
@@ -333,8 +333,9 @@ def by_size(waiting: Sequence[Job]) -> list[Job]:
         typical = known[len(known) // 2] if known else INF
         long = sorted((j for j in band if j.seconds > 0 and _duration(j) >= LONG * typical),
                       key=lambda j: (-_duration(j), j.order))
+        first = {j.id for j in long}
         out.extend(long)
-        out.extend(sorted((j for j in band if j not in long), key=lambda j: j.order))
+        out.extend(sorted((j for j in band if j.id not in first), key=lambda j: j.order))
     return out
 
 
