@@ -58,7 +58,7 @@ def test_jobs_of_about_the_same_size_start_in_the_order_they_came() -> None:
 
 def test_the_long_jobs_of_a_band_start_first_where_durations_are_measured() -> None:
     # nvcc TUs of ~5.4 GB, ~85 s each, and one of 163 s that ninja gives last: started
-    # last, it runs alone for its last 80 s; started first, it ends with the others
+    # last, it runs alone at the end; started first, it ends with the others
     mib = 2**20
     band = [Job(f"t{i}", (5422 + i) * mib, i, seconds=85.0 + i, threads=2) for i in range(8)]
     band.append(Job("attention", 5428 * mib, 8, seconds=163.0, threads=2))
