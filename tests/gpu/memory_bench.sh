@@ -13,7 +13,7 @@
 # its rows are kept, but builder's runs are compared only with the fixed -jN runs of their
 # own machine, told apart by boot id: run the fixed pieces again there).
 # Writes to $OUT (or /tmp/memory-bench): results.json, summary.txt, the piece's log, and
-# for builder runs its per-job reports, .ninja_log and memory history (reports/).
+# for builder runs its per-job reports, .ninja_log and memory history (reports.tgz).
 #
 # Measured on 16 cores (H100 machine, 2026-11-24; README "Memory-aware builds"): libamm at
 # --cap 6GiB: -j16 and -j6 killed within ~25 s, -j5 ~56 s, -j4 ~70 s, builder cold ~80-95 s
@@ -58,4 +58,8 @@ else
     > "$out/summary.txt"
 fi
 cp "$work/results.json" "$out/" 2>/dev/null
+# what comes back from the GPU machine is at most 8 files, 2 folders down: one archive
+if [ -d "$out/reports" ]; then
+  tar -czf "$out/reports.tgz" -C "$out" reports && rm -rf "$out/reports"
+fi
 exit "$rc"
