@@ -209,6 +209,7 @@ class SubprocessRunner:
 
             def pump() -> None:
                 assert proc.stdout is not None
+                show = on_line
                 with contextlib.suppress(OSError, ValueError), proc.stdout:
                     for raw in proc.stdout:
                         line = redact(raw.decode("utf-8", errors="replace").rstrip("\n"),
@@ -219,8 +220,14 @@ class SubprocessRunner:
                             log.write(line + "\n")
                             log.flush()  # so that `tail -f` on a step's log follows it live
                             tail.append(line)
-                            if on_line is not None:
-                                on_line(line)
+                            if show is not None:
+                                try:
+                                    show(line)
+                                except Exception as exc:  # the display's fault, not the
+                                    # step's: the output is still read and logged (a
+                                    # closed pipe would kill the command with SIGPIPE)
+                                    show = None
+                                    log.write(f"# live output stopped: {exc!r}\n")
 
             def done_reading(note: str = "") -> None:
                 with gate:

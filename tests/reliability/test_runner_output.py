@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from builder.util.runner import OUTPUT_GRACE, SubprocessRunner
 
 
@@ -45,3 +47,28 @@ def test_all_output_is_kept_when_the_command_exits_at_once(tmp_path: Path) -> No
     body = [x for x in log.read_text().splitlines() if x.startswith("line ")]
     assert len(body) == 20000
     assert "still holds" not in log.read_text()
+
+
+@pytest.mark.parametrize("error", [RuntimeError("bug"), BrokenPipeError(32, "Broken pipe")])
+def test_a_failing_live_display_neither_stops_nor_loses_the_output(
+        tmp_path: Path, error: Exception) -> None:
+    # `-v` prints each line; if that fails (a display bug, a closed terminal) the step
+    # must go on: before, the reader stopped and closed the pipe, and the command died of
+    # SIGPIPE at its next line (2 MB of output is 30 x the pipe's buffer)
+    code = "for i in range(40000): print(f'line {i} ' + 'x' * 40)\n"
+    seen: list[str] = []
+
+    def display(line: str) -> None:
+        seen.append(line)
+        if len(seen) == 3:
+            raise error
+
+    log = tmp_path / "step.log"
+    t0 = time.monotonic()
+    res = SubprocessRunner().run([sys.executable, "-c", code], cwd=tmp_path, env_changes={},
+                                 log_path=log, timeout=30, on_line=display)
+    assert res.returncode == 0 and not res.timed_out and time.monotonic() - t0 < 20
+    assert len(seen) == 3  # the display was called no more
+    text = log.read_text()
+    assert f"# live output stopped: {error!r}" in text
+    assert len([x for x in text.splitlines() if x.startswith("line ")]) == 40000
