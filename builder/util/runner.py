@@ -227,7 +227,8 @@ class SubprocessRunner:
                                     # step's: the output is still read and logged (a
                                     # closed pipe would kill the command with SIGPIPE)
                                     show = None
-                                    log.write(f"# live output stopped: {exc!r}\n")
+                                    log.write(redact(f"# live output stopped: {exc!r}\n",
+                                                     secrets))
 
             def done_reading(note: str = "") -> None:
                 with gate:
