@@ -7,10 +7,14 @@ promise that the kernel never OOM-kills a compile.  It reads one number, the
 unreclaimable memory of the build's cgroup (:func:`.jobgroup.anon_bytes`), every
 ``period`` seconds, and its growth rate, and decides (pure: :func:`react`):
 
-* **freeze** the youngest running job (never the oldest: the build always progresses)
-  once the memory, plus what it grows in ``reaction`` seconds at its current rate, passes
-  the *freeze line* (``margin`` below the budget).  A frozen job keeps its memory but stops
-  growing; nothing new is admitted while any job is stopped.
+* **freeze** the youngest running job still growing (never the oldest: the build always
+  progresses; never one at :data:`AT_PEAK` of its expected peak: freezing it stops no
+  growth and holds its memory longer) once the memory, plus what it grows in
+  ``reaction`` seconds at its current rate, passes the *freeze line* (``margin`` below
+  the budget).  A frozen job keeps its memory but stops growing; nothing new is
+  admitted while any job is stopped.  The growth rate is measured again from each
+  freeze on: the rate from before it would freeze one job after another for growth
+  already stopped.
 * **thaw** the oldest frozen job once there is room for it to reach its predicted peak
   (``estimate - rss``) below the freeze line — or unconditionally when nothing else runs.
 * **kill and requeue** the youngest job, frozen ones first, as the last resort: when the
@@ -26,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Action", "JobView", "Lines", "lines", "react"]
+__all__ = ["AT_PEAK", "Action", "JobView", "Lines", "lines", "react"]
 
 MiB = 2**20
 
@@ -76,7 +80,8 @@ def react(jobs: Sequence[JobView], used: int, rate: float, budget: int,
         if victims:
             return Action(requeue=(victims[0].id,))
     if used >= line.freeze:
-        active = [j for j in reversed(younger) if not j.paused]
+        # freezing a job at its expected peak stops no growth and only delays its end
+        active = [j for j in reversed(younger) if not j.paused and _grows(j)]
         return Action(freeze=(active[0].id,)) if active else Action()
     held = [j for j in order if j.held]
     if not held:
@@ -87,3 +92,12 @@ def react(jobs: Sequence[JobView], used: int, rate: float, budget: int,
     if used + max(first.estimate - first.rss, 0) < line.freeze:
         return Action(thaw=(first.id,))
     return Action()
+
+
+#: a job holding this share of its expected peak or more has (almost) nothing left to grow
+AT_PEAK = 0.95
+
+
+def _grows(job: JobView) -> bool:
+    """Whether ``job`` has memory left to grow by (its expected peak less what it holds)."""
+    return job.rss < AT_PEAK * job.estimate

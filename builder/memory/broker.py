@@ -4,7 +4,7 @@ A thread in the ``builder build`` process listens on a Unix socket.  Each launch
 connection is one job: ``acquire`` (the broker estimates the job and queues it),
 a ``grant`` when :func:`policy.admit` says so, ``progress`` reports (CPU seconds and
 RSS of the compiler's tree) while it runs, ``pause``/``resume`` commands from the
-broker when :func:`policy.guard` says so, then ``done`` with the measured peak and
+broker when :func:`guard.guard` says so, then ``done`` with the measured peak and
 CPU time.  A scheduler thread re-runs guard and admission every ``tick`` while jobs
 run, since under the time model a job can become admissible just because time
 passed.  A dropped connection releases the job, so a killed compiler never leaks
@@ -25,11 +25,12 @@ from typing import Any
 
 from builder.memory import backstop
 from builder.memory.estimate import DEVICE_SUFFIXES, Estimate, ramp_model
+from builder.memory.guard import guard
 from builder.memory.history import History
 from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
-from builder.memory.policy import Job, Model, admit, ahead_of, envelope, guard, sped_up
+from builder.memory.policy import Job, Model, admit, ahead_of, envelope, sped_up
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
 
@@ -276,6 +277,8 @@ class Broker:
             act = backstop.react(views, used, rate, self.cfg.budget)
             for i in act.freeze:
                 self.running[i].stop(now, held=True)
+            if act.freeze:  # what grew before the freeze says nothing of what grows now
+                self._used = [(now, used)]
             for i in act.thaw:
                 self.running[i].go(now)
             for i in act.requeue if not dying else ():  # one at a time: wait for its memory

@@ -152,7 +152,7 @@ class Live:
             cpu = self.cpu + max(0.0, active - self.cpu_active) * max(self.threads, 1)
         return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
                        self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
-                       span=self.span)
+                       span=self.span, since=self.started)
 
     def stop(self, now: float, held: bool = False) -> None:
         """Pause it (``held``: by the backstop, which alone thaws it)."""

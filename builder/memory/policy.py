@@ -53,14 +53,16 @@ jobs backfill; a job predicted above the budget (or a retry after an OOM kill) w
 the machine to drain and runs alone with the low-memory flag tier; at most ``slots``
 jobs run; nothing new starts while a job is paused.
 
-**The guard** (:func:`guard`), run with admission every ``tick``.  Admission relies
+**The guard** (:func:`.guard.guard`), run with admission every ``tick``.  Admission relies
 on predicted ends; a job that runs late (more CPU than measured, or less CPU share
 than it had, e.g. someone else's work) would let the jobs admitted next to it grow
 into its peak.  The guard checks that the running jobs' bounds ``horizon`` seconds
 ahead — no end assumed — fit the budget; if not it pauses the youngest growing jobs
 (SIGSTOP: a stopped compiler's memory stays where it is) and resumes them, oldest
-first, when the full check passes again.  The oldest running job is never paused,
-so the build always progresses.
+first, when the full check passes again.  Age is the job's first start (a pause does
+not make it younger); a job at its peak is not paused (that frees nothing and holds
+its memory longer); a paused job counts at what it last reported, not at its bound.
+The oldest running job is never paused, so the build always progresses.
 
 **Guarantees.**  With the guard running at least every ``horizon`` − (reaction
 time) seconds, the jobs' memory stays within the budget less ``overhead`` as long as
@@ -99,7 +101,6 @@ __all__ = [
     "curve_at",
     "demand",
     "envelope",
-    "guard",
     "progress",
     "sped_up",
     "upper",
@@ -154,6 +155,7 @@ class Running:
     curve: tuple[float, ...] = ()  # its measured memory curve; (): the generic ramp
     rss_cpu: float = 0.0  # CPU seconds it had used when ``rss`` was measured
     span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
+    since: float | None = None  # when it was granted (its age for the guard); None: started
 
 
 @dataclass(frozen=True)
@@ -296,12 +298,6 @@ class _Load:
         return worst
 
 
-def _frozen(env: Envelope, now: float) -> Envelope:
-    """A paused job: its memory stays where it is until it is resumed."""
-    value = env.ahead(now)
-    return Envelope(value, value, 0.0, now)
-
-
 def _as_running(r: int | Running) -> Running:
     return r if isinstance(r, Running) else Running(int(r))
 
@@ -381,40 +377,3 @@ def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: 
         else:
             failed.add(shape)
     return grants
-
-
-def guard(running: Mapping[str, Running], budget: int, now: float,
-          model: Model | None = None, overhead: int = 0) -> frozenset[str]:
-    """Ids of the running jobs that should be paused now (module doc: the guard).
-
-    Resumes paused jobs, oldest first, when the full admission check passes with them
-    running; then pauses the youngest growing jobs while the bounds ``horizon`` seconds
-    ahead (no job assumed to end) pass the budget.  Never pauses the oldest running job;
-    when nothing else runs, the oldest paused job is resumed whatever the check says."""
-    model = model or Model()
-    room = budget - overhead
-    later = now + model.horizon
-    order = sorted(running, key=lambda i: (running[i].started, i))
-    envs = {i: envelope(running[i], now, model) for i in order}
-    paused = {i for i in order if running[i].paused}
-
-    def view(stopped: set[str]) -> list[Envelope]:
-        return [_frozen(envs[i], now) if i in stopped else envs[i] for i in order]
-
-    def fits_ahead(stopped: set[str]) -> bool:
-        return sum(e.ahead(later) for e in view(stopped)) <= room
-
-    for i in order:
-        if i in paused:
-            rest = paused - {i}
-            if len(rest) == len(order) - 1 or (demand(view(rest)) <= room and fits_ahead(rest)):
-                paused = rest
-    active = [i for i in order if i not in paused]
-    for i in reversed(active[1:]):
-        if fits_ahead(paused):
-            break
-        # pausing it stops a growth: of its bound, or of its memory below a bound held
-        # at the peak (a job found ahead of its model)
-        if envs[i].ahead(later) > envs[i].ahead(now) or running[i].rss < envs[i].ahead(now):
-            paused.add(i)
-    return frozenset(paused)

@@ -59,3 +59,18 @@ def test_when_everything_is_stopped_the_oldest_frozen_job_goes_on() -> None:
             JobView("b", 1.0, 1000 * MiB, 100 * MiB, True, True),
             JobView("c", 2.0, 1000 * MiB, 100 * MiB, True, True)]
     assert react(jobs, int(line.freeze) - MiB, 0.0, BUDGET).thaw == ("b",)
+
+
+def test_a_job_at_its_peak_is_not_frozen_the_youngest_growing_one_is() -> None:
+    # a TU at 99 % of its compile, holding its peak: freezing it stops no growth and keeps
+    # its memory held longer — the backstop froze such jobs one after another while the
+    # one still growing went on
+    line = lines(BUDGET, 0.0, 0.25)
+    used = int(line.freeze) + MiB
+    jobs = [JobView("oldest", 0.0, 1000 * MiB, 600 * MiB),
+            JobView("growing", 1.0, 1000 * MiB, 500 * MiB),
+            JobView("at-peak", 2.0, 1000 * MiB, 990 * MiB)]
+    assert react(jobs, used, 0.0, BUDGET).freeze == ("growing",)
+    at_peak = [jobs[0], JobView("done-soon", 1.0, 1000 * MiB, 980 * MiB)]
+    assert react(at_peak, used, 0.0, BUDGET).freeze == ()
+    assert react(at_peak, int(line.kill) + MiB, 0.0, BUDGET).requeue == ("done-soon",)

@@ -17,6 +17,7 @@ from builder.memory.estimate import (
     ramp_model,
 )
 from builder.memory.forecast import simulate
+from builder.memory.guard import guard
 from builder.memory.history import History
 from builder.memory.jobs import JobRecord, Live
 from builder.memory.launcher import curve_of, is_oom, source_of
@@ -30,7 +31,6 @@ from builder.memory.policy import (
     curve_at,
     demand,
     envelope,
-    guard,
     sped_up,
 )
 
