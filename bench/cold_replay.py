@@ -53,6 +53,16 @@ NINJA_ORDER = ("src/core.cpp", "src/algorithms/crs.cpp", "src/algorithms/exact.c
 Truth = dict[str, tuple[int, float, tuple[float, ...]]]
 
 
+def load_truth(path: Path) -> Truth:
+    """Each job's measured (peak, CPU seconds, curve) from a history written by builder
+    (memory-history.json: keyed by compile key, the file in "file"); links carry no
+    curve and are not replayed."""
+    data = json.loads(path.read_text(encoding="utf-8"))["jobs"]
+    return {str(r.get("file", f)).split(":", 1)[-1]:
+            (int(r["peak"]), float(r["cpu"]), tuple(r["curve"]))
+            for f, r in data.items() if r.get("curve")}
+
+
 def held(truth: Truth, file: str, cpu: float) -> float:
     """Memory ``file``'s compile holds after ``cpu`` seconds."""
     peak, total, curve = truth[file]
@@ -128,12 +138,7 @@ def main() -> int:
     ap.add_argument("--cap", default="6GiB", help="the memory cap (budget: cap less reserve)")
     ap.add_argument("--cores", type=int, default=16)
     args = ap.parse_args()
-    data = json.loads(args.history.read_text(encoding="utf-8"))["jobs"]
-    # a history written by builder (memory-history.json: keyed by compile key, the file
-    # in "file"); links carry no curve and are not replayed
-    truth: Truth = {str(r.get("file", f)).split(":", 1)[-1]:
-                    (int(r["peak"]), float(r["cpu"]), tuple(r["curve"]))
-                    for f, r in data.items() if r.get("curve")}
+    truth = load_truth(args.history)
     cap = parse_size(args.cap)
     budget = cap - max(MIN_RESERVE, cap * 3 // 100)
     recipe = load_recipe(REPO / "recipes" / "libamm.yaml")
