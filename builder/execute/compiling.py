@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import stat
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,40 @@ from builder.plan.model import Step
 from builder.plan.payloads import CompileJobs
 from builder.util.files import atomic_write
 
-__all__ = ["build", "compiler_cache_stats"]
+__all__ = ["build", "compiler_cache_stats", "socket_dir"]
+
+
+def socket_dir() -> Path:
+    """The folder for the brokers' sockets: ``builder-<uid>`` in the temporary folder, private
+    to this user, without the sockets of builds that were killed (SIGKILL leaves its socket
+    behind: one per build step, for ever).  A folder of that name that is not this user's
+    own private folder is not used (someone else could watch the sockets there): the
+    temporary folder itself then is, as before."""
+    root = Path(tempfile.gettempdir())
+    folder = root / f"builder-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError:
+        return root
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return root
+    for old in folder.glob("builder-*-*.sock"):
+        _remove_stale(old)
+    return folder
+
+
+def _remove_stale(sock: Path) -> None:
+    """Remove ``sock`` if it is a socket whose builder process (the pid in its name) is gone."""
+    try:
+        pid = int(sock.name.split("-")[1])
+        if not stat.S_ISSOCK(os.lstat(sock).st_mode):
+            return
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sock.unlink(missing_ok=True)
+    except (ValueError, OSError):
+        return  # not one of ours, or a process we may not signal: alive
 
 
 def build(ex: StepHost, step: Step) -> None:
@@ -28,8 +62,7 @@ def build(ex: StepHost, step: Step) -> None:
         return
     cfg, prediction = step.payload.memory, step.payload.prediction
     # A short path (Unix socket names are limited to ~100 bytes), unique per process.
-    name = f"builder-{os.getpid()}-{safe_name(step.variant)[-40:]}.sock"
-    sock = Path(tempfile.gettempdir()) / name
+    sock = socket_dir() / f"builder-{os.getpid()}-{safe_name(step.variant)[-40:]}.sock"
     broker = Broker(sock, BrokerConfig(
         budget=cfg.budget, slots=cfg.slots, source_root=cfg.source_root,
         build_dir=cfg.build_dir, history_path=cfg.history_path,

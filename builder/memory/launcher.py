@@ -27,10 +27,12 @@ import math
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -204,8 +206,9 @@ class _Control:
         self.paused_at = 0.0
 
 
-def _spawn(argv: list[str], group: JobGroup | None) -> subprocess.Popen[bytes]:
-    env = {**os.environ, LAUNCHED: "1"}
+def _spawn(argv: list[str], group: JobGroup | None, tmp: str | None
+           ) -> subprocess.Popen[bytes]:
+    env = {**os.environ, LAUNCHED: "1", **({"TMPDIR": tmp} if tmp else {})}
     if group is not None:
         try:
             # no other thread runs yet in the launcher (the stderr pump starts after)
@@ -223,7 +226,23 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
     obey pause/resume/requeue; in ``group`` (its own cgroup) where one was made."""
     start = time.monotonic()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = _spawn(argv, group)
+    # the compiler's temporary files (gcc's .s, nvcc's tmpxft_*, clang's offload bundles)
+    # go to a folder of this job's own, removed when it ends: a compile killed for memory,
+    # paused and requeued, or failing left them in /tmp for ever.  Not through sccache: the
+    # server its first client starts would keep that TMPDIR after the folder is gone.
+    if Path(argv[0]).name == "sccache":
+        return _measure(argv, interval, channel, report, group, start, before, None)
+    tmp = tempfile.mkdtemp(prefix="builder-job-")
+    try:
+        return _measure(argv, interval, channel, report, group, start, before, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(argv: list[str], interval: float, channel: Channel | None, report: float,
+             group: JobGroup | None, start: float, before: resource.struct_rusage,
+             tmp: str | None) -> Measured:
+    proc = _spawn(argv, group, tmp)
     ctl = _Control(proc, group)
     peak = 0
     err = bytearray()
