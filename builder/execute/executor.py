@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -148,6 +149,19 @@ class Executor:
             from builder.source.policy import test_env
 
             env = test_env(env)
+        # a GPU compiler's temporary files (hipcc leaves two <kernel>-XXXXXX folders per
+        # compile) go to a folder of the step's own, removed however the step ends
+        tmp = tempfile.mkdtemp(prefix="builder-step-") if step.kind == "kernel" else None
+        if tmp:
+            env["TMPDIR"] = tmp
+        try:
+            self._run_all(step, cwd, env, log, callback)
+        finally:
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def _run_all(self, step: Step, cwd: Path, env: dict[str, str], log: Path,
+                 callback: Callable[[str], None] | None) -> None:
         for n, argv in enumerate(step.commands):
             path = log if n == 0 else log.with_suffix(f".{n}.log")
             res = self.runner.run(argv, cwd=cwd, env_changes=env, log_path=path,

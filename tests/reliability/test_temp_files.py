@@ -70,3 +70,34 @@ def test_a_socket_folder_someone_else_could_read_is_not_used(tmp_path: Path) -> 
     (tmp_path / f"builder-{os.getuid()}").mkdir(mode=0o777)
     os.chmod(tmp_path / f"builder-{os.getuid()}", 0o777)
     assert socket_dir() == tmp_path
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["ok", "failed"])
+def test_a_kernel_steps_temporary_files_are_removed(tmp_path: Path, fails: bool) -> None:
+    # hipcc leaves two <kernel>-XXXXXX folders in TMPDIR per compile: a kernel step's
+    # TMPDIR is a folder of its own, removed however the step ends
+    from builder.errors import StepFailed
+    from builder.execute.executor import Executor
+    from builder.plan.model import Step
+    from builder.util.runner import SubprocessRunner
+    from builder.workspace.paths import Workspace
+
+    project = tmp_path / "project"
+    project.mkdir()
+    where = tmp_path / "where.txt"
+    leave = ("import os, sys, tempfile\n"
+             "d = tempfile.mkdtemp(prefix='rms_norm-')\n"
+             f"open({str(where)!r}, 'w').write(d)\n"
+             f"sys.exit({int(fails)})\n")
+    step = Step("k/kernel:rms_norm:gfx90a", "kernel", "k",
+                commands=((sys.executable, "-c", leave),), cwd=str(project))
+    ex = Executor(None, Workspace.at(project), SubprocessRunner())  # type: ignore[arg-type]
+    if fails:
+        with pytest.raises(StepFailed):
+            ex.commands(step)
+    else:
+        ex.commands(step)
+    left = Path(where.read_text())
+    assert left.parent.parent == tmp_path and left.parent.name.startswith("builder-step-")
+    assert not left.parent.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "where.txt"]
