@@ -10,6 +10,7 @@ it, so a reader never sees half of one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -151,7 +152,10 @@ class Executor:
             env = test_env(env)
         # a GPU compiler's temporary files (hipcc leaves two <kernel>-XXXXXX folders per
         # compile) go to a folder of the step's own, removed however the step ends
-        tmp = tempfile.mkdtemp(prefix="builder-step-") if step.kind == "kernel" else None
+        tmp = None
+        if step.kind == "kernel":
+            with contextlib.suppress(OSError):  # no writable temporary folder: as before
+                tmp = tempfile.mkdtemp(prefix="builder-step-")
         if tmp:
             env["TMPDIR"] = tmp
         try:

@@ -230,9 +230,12 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
     # go to a folder of this job's own, removed when it ends: a compile killed for memory,
     # paused and requeued, or failing left them in /tmp for ever.  Not through sccache: the
     # server its first client starts would keep that TMPDIR after the folder is gone.
-    if Path(argv[0]).name == "sccache":
+    try:
+        tmp = None if Path(argv[0]).name == "sccache" else tempfile.mkdtemp(prefix="builder-job-")
+    except OSError:  # no writable temporary folder: the compiler finds its own way, as before
+        tmp = None
+    if tmp is None:
         return _measure(argv, interval, channel, report, group, start, before, None)
-    tmp = tempfile.mkdtemp(prefix="builder-job-")
     try:
         return _measure(argv, interval, channel, report, group, start, before, tmp)
     finally:
