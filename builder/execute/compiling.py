@@ -56,11 +56,13 @@ def build(ex: StepHost, step: Step) -> None:
     """A CMake build with its memory broker running for the compile launchers."""
     from builder.memory.broker import Broker, BrokerConfig
     from builder.memory.jobs import oom_kills, requeues
+    from builder.memory.launcher import remove_stale_job_dirs
 
     if not isinstance(step.payload, CompileJobs):
         ex.commands(step)
         return
     cfg, prediction = step.payload.memory, step.payload.prediction
+    remove_stale_job_dirs()  # those of compiles killed with their launcher
     # A short path (Unix socket names are limited to ~100 bytes), unique per process.
     sock = socket_dir() / f"builder-{os.getpid()}-{safe_name(step.variant)[-40:]}.sock"
     broker = Broker(sock, BrokerConfig(

@@ -30,6 +30,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,7 @@ from builder.memory.proctree import signal_tree, tree_sample
 
 __all__ = [
     "CURVE_POINTS",
+    "JOB_TMP",
     "LAUNCHED",
     "OOM_MARKERS",
     "SOURCE_SUFFIXES",
@@ -53,6 +55,7 @@ __all__ = [
     "is_oom",
     "main",
     "output_of",
+    "remove_stale_job_dirs",
     "run_measured",
     "source_of",
 ]
@@ -231,7 +234,8 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
     # paused and requeued, or failing left them in /tmp for ever.  Not through sccache: the
     # server its first client starts would keep that TMPDIR after the folder is gone.
     try:
-        tmp = None if Path(argv[0]).name == "sccache" else tempfile.mkdtemp(prefix="builder-job-")
+        tmp = None if Path(argv[0]).name == "sccache" else \
+            tempfile.mkdtemp(prefix=f"{JOB_TMP}{os.getpid()}-")
     except OSError:  # no writable temporary folder: the compiler finds its own way, as before
         tmp = None
     if tmp is None:
@@ -240,6 +244,27 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
         return _measure(argv, interval, channel, report, group, start, before, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+#: a job's temporary folder is ``<tmp>/builder-job-<launcher pid>-XXXXXXXX``
+JOB_TMP = "builder-job-"
+
+
+def remove_stale_job_dirs(root: Path | None = None) -> None:
+    """Remove the temporary folders of jobs whose launcher is gone (killed with SIGKILL, it
+    could not remove its own): this user's ``builder-job-<pid>-*`` folders whose process
+    no longer exists.  A pid in use again by another process keeps its folder."""
+    for d in (root or Path(tempfile.gettempdir())).glob(f"{JOB_TMP}*-*"):
+        try:
+            pid = int(d.name[len(JOB_TMP):].split("-")[0])
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (ValueError, OSError):
+            continue  # not one of ours, or a process we may not signal: alive
 
 
 def _measure(argv: list[str], interval: float, channel: Channel | None, report: float,

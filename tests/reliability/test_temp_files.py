@@ -101,3 +101,21 @@ def test_a_kernel_steps_temporary_files_are_removed(tmp_path: Path, fails: bool)
     assert left.parent.parent == tmp_path and left.parent.name.startswith("builder-step-")
     assert not left.parent.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "where.txt"]
+
+
+def test_the_folders_of_jobs_killed_with_their_launcher_are_removed(tmp_path: Path) -> None:
+    # a launcher killed with SIGKILL cannot remove its job's folder; the next build does,
+    # and only folders of this name whose launcher is gone
+    from builder.memory.launcher import JOB_TMP, remove_stale_job_dirs
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = tmp_path / f"{JOB_TMP}{int(gone.stdout)}-abc123"
+    live = tmp_path / f"{JOB_TMP}{os.getpid()}-def456"
+    other = tmp_path / f"{JOB_TMP}notes"
+    for d in (dead, live, other):
+        d.mkdir()
+        (d / "ccJKqfkT.s").write_text("x")
+    remove_stale_job_dirs()
+    assert not dead.exists()
+    assert live.exists() and other.exists()
