@@ -14,7 +14,7 @@ from pathlib import Path
 from builder.execute.host import StepHost, safe_name
 from builder.plan.model import Step
 from builder.plan.payloads import CompileJobs
-from builder.util.files import atomic_write
+from builder.util.files import atomic_write, remove_orphans
 
 __all__ = ["build", "compiler_cache_stats", "socket_dir"]
 
@@ -34,22 +34,8 @@ def socket_dir() -> Path:
         return root
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         return root
-    for old in folder.glob("builder-*-*.sock"):
-        _remove_stale(old)
+    remove_orphans(folder, "builder-", stat.S_ISSOCK)
     return folder
-
-
-def _remove_stale(sock: Path) -> None:
-    """Remove ``sock`` if it is a socket whose builder process (the pid in its name) is gone."""
-    try:
-        pid = int(sock.name.split("-")[1])
-        if not stat.S_ISSOCK(os.lstat(sock).st_mode):
-            return
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        sock.unlink(missing_ok=True)
-    except (ValueError, OSError):
-        return  # not one of ours, or a process we may not signal: alive
 
 
 def build(ex: StepHost, step: Step) -> None:

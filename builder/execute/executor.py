@@ -10,10 +10,8 @@ it, so a reader never sees half of one.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +33,7 @@ from builder.plan.payloads import (
     TestRun,
     WheelBuild,
 )
-from builder.util.files import atomic_write
+from builder.util.files import atomic_write, private_tmp
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
@@ -152,17 +150,8 @@ class Executor:
             env = test_env(env)
         # a GPU compiler's temporary files (hipcc leaves two <kernel>-XXXXXX folders per
         # compile) go to a folder of the step's own, removed however the step ends
-        tmp = None
-        if step.kind == "kernel":
-            with contextlib.suppress(OSError):  # no writable temporary folder: as before
-                tmp = tempfile.mkdtemp(prefix="builder-step-")
-        if tmp:
-            env["TMPDIR"] = tmp
-        try:
-            self._run_all(step, cwd, env, log, callback)
-        finally:
-            if tmp:
-                shutil.rmtree(tmp, ignore_errors=True)
+        with private_tmp("builder-step-", step.kind == "kernel") as tmp:
+            self._run_all(step, cwd, {**env, "TMPDIR": tmp} if tmp else env, log, callback)
 
     def _run_all(self, step: Step, cwd: Path, env: dict[str, str], log: Path,
                  callback: Callable[[str], None] | None) -> None:

@@ -27,7 +27,6 @@ import math
 import os
 import resource
 import select
-import shutil
 import signal
 import socket
 import stat
@@ -42,6 +41,7 @@ from pathlib import Path
 from builder.memory import jobgroup
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
+from builder.util.files import private_tmp, remove_orphans
 
 __all__ = [
     "CURVE_POINTS",
@@ -227,23 +227,12 @@ def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None
     """Run ``argv``, passing its output through as it comes, sampling its process tree
     every ``interval``; with a ``channel``, report progress every ``report`` seconds and
     obey pause/resume/requeue; in ``group`` (its own cgroup) where one was made."""
-    start = time.monotonic()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     # the compiler's temporary files (gcc's .s, nvcc's tmpxft_*, clang's offload bundles)
     # go to a folder of this job's own, removed when it ends: a compile killed for memory,
     # paused and requeued, or failing left them in /tmp for ever.  Not through sccache: the
     # server its first client starts would keep that TMPDIR after the folder is gone.
-    try:
-        tmp = None if Path(argv[0]).name == "sccache" else \
-            tempfile.mkdtemp(prefix=f"{JOB_TMP}{os.getpid()}-")
-    except OSError:  # no writable temporary folder: the compiler finds its own way, as before
-        tmp = None
-    if tmp is None:
-        return _measure(argv, interval, channel, report, group, start, before, None)
-    try:
-        return _measure(argv, interval, channel, report, group, start, before, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with private_tmp(f"{JOB_TMP}{os.getpid()}-", Path(argv[0]).name != "sccache") as tmp:
+        return _measure(argv, interval, channel, report, group, tmp)
 
 
 #: a job's temporary folder is ``<tmp>/builder-job-<launcher pid>-XXXXXXXX``
@@ -252,24 +241,14 @@ JOB_TMP = "builder-job-"
 
 def remove_stale_job_dirs(root: Path | None = None) -> None:
     """Remove the temporary folders of jobs whose launcher is gone (killed with SIGKILL, it
-    could not remove its own): this user's ``builder-job-<pid>-*`` folders whose process
-    no longer exists.  A pid in use again by another process keeps its folder."""
-    for d in (root or Path(tempfile.gettempdir())).glob(f"{JOB_TMP}*-*"):
-        try:
-            pid = int(d.name[len(JOB_TMP):].split("-")[0])
-            st = os.lstat(d)
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-                continue
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, OSError):
-            continue  # not one of ours, or a process we may not signal: alive
+    could not remove its own)."""
+    remove_orphans(root or Path(tempfile.gettempdir()), JOB_TMP, stat.S_ISDIR)
 
 
 def _measure(argv: list[str], interval: float, channel: Channel | None, report: float,
-             group: JobGroup | None, start: float, before: resource.struct_rusage,
-             tmp: str | None) -> Measured:
+             group: JobGroup | None, tmp: str | None) -> Measured:
+    start = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = _spawn(argv, group, tmp)
     ctl = _Control(proc, group)
     peak = 0

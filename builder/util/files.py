@@ -3,13 +3,18 @@ content hashes every manifest records.  Shared by every phase that persists some
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "file_list", "file_sha256", "replace_dir"]
+__all__ = ["atomic_write", "file_list", "file_sha256", "private_tmp", "remove_orphans",
+           "replace_dir"]
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -53,3 +58,41 @@ def file_list(root: Path) -> list[dict[str, Any]]:
             out.append({"path": p.relative_to(root).as_posix(), "size": p.stat().st_size,
                         "sha256": file_sha256(p)})
     return out
+
+
+def remove_orphans(folder: Path, prefix: str, kind: Callable[[int], bool]) -> None:
+    """Remove this user's ``<folder>/<prefix><pid>-*`` entries of ``kind`` (``stat.S_ISSOCK``,
+    ``stat.S_ISDIR``) whose process ``pid`` no longer exists: what a process killed with
+    SIGKILL could not remove itself.  A pid in use again, or one we may not signal, keeps
+    its entry; anything else named alike is not touched."""
+    for entry in folder.glob(f"{prefix}*-*"):
+        try:
+            pid = int(entry.name[len(prefix):].split("-")[0])
+            st = os.lstat(entry)
+            if not kind(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        except (ValueError, OSError):
+            continue
+
+
+@contextlib.contextmanager
+def private_tmp(prefix: str, wanted: bool = True) -> Iterator[str | None]:
+    """A temporary folder of one's own (named ``<prefix>XXXXXXXX`` in the temporary
+    folder), removed on the way out however the block ends — for a child's ``TMPDIR``,
+    so that what a compiler leaves there goes with it.  None when not ``wanted`` or when
+    no temporary folder is writable (the child then finds its own, as before)."""
+    tmp = None
+    if wanted:
+        with contextlib.suppress(OSError):
+            tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield tmp
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
