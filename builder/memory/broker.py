@@ -30,7 +30,7 @@ from builder.memory.history import History
 from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
-from builder.memory.policy import Job, Model, admit, ahead_of, envelope, sped_up
+from builder.memory.policy import Job, Model, admit, ahead_of, envelope, released, sped_up
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
 
@@ -270,7 +270,7 @@ class Broker:
         with self.cond:
             self.most_used = max(self.most_used, used)
             dying = any(live.rec.requeued for live in self.running.values())
-            views = [backstop.JobView(i, live.started, self._expected(live), live.rss,
+            views = [backstop.JobView(i, live.started, self._expected(live, now), live.rss,
                                       live.paused, live.held)
                      for i, live in self.running.items()
                      if live.granted and not live.rec.requeued]
@@ -288,9 +288,13 @@ class Broker:
             if act.thaw:
                 self._schedule()
 
-    def _expected(self, live: Live) -> int:
+    def _expected(self, live: Live, now: float) -> int:
         """The peak a running job is expected to reach: its reservation, or what its
-        siblings reached, or — once it holds more than either — a quarter more than now."""
+        siblings reached, or — once it holds more than either — a quarter more than now;
+        for a job past its single peak, what its curve holds after it (``released``)."""
+        after = released(live.view(now))
+        if after is not None:
+            return int(after)
         top = max([live.rec.reserve, *(self.learned[g].peak for g in live.rec.groups
                                        if g in self.learned)])
         return top if live.rss < top else live.rss * 5 // 4
@@ -360,6 +364,7 @@ class Broker:
                             live.cpu = float(msg.get("cpu", 0.0))
                             live.cpu_active = live.active(self.now())
                             live.rss = int(msg.get("rss", 0))
+                            live.top = max(live.top, live.rss)
                     elif msg.get("op") == "done":
                         result = msg
                         break

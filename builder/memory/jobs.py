@@ -131,6 +131,7 @@ class Live:
     cpu: float | None = None  # last reported CPU seconds …
     cpu_active: float = 0.0  # … and the job's active time when it was reported
     rss: int = 0
+    top: int = 0  # the most it reported holding
     paused: bool = False
     paused_at: float = 0.0
     paused_total: float = 0.0
@@ -152,7 +153,7 @@ class Live:
             cpu = self.cpu + max(0.0, active - self.cpu_active) * max(self.threads, 1)
         return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
                        self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
-                       span=self.span, since=self.started)
+                       span=self.span, since=self.started, top=self.top)
 
     def stop(self, now: float, held: bool = False) -> None:
         """Pause it (``held``: by the backstop, which alone thaws it)."""

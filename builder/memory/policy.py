@@ -24,12 +24,16 @@ after 55 %; the tightest needs floor 0.16 at knee 0.6); ``fast`` 0.85 further le
 a job need 15 % less CPU than measured (a history taken on a busy machine with
 shared cores).
 
-With the job's own measured memory curve (``curve_at``: 20 points from its last
-builds, ``launcher.curve_of``) the bound is ``peak × curve(c / (fast × C))``
-instead — much tighter: a torch TU holds about half its peak at 40 % of its CPU
-time, where the ramp allows 80 %.  A job whose memory proves it further along its
-curve than its CPU time says (:func:`ahead_of`) shrinks ``fast`` for the whole
-build (:func:`sped_up`).
+With the job's own measured memory curve (``launcher.curve_of``: the most it held in
+each twentieth of its CPU time, in its last builds; :func:`rising`: the most up to each
+point) the bound is ``peak × rising(c / (fast × C))`` instead — much tighter: a torch TU
+holds about half its peak at 40 % of its CPU time, where the ramp allows 80 %.  A job
+whose memory proves it further along its curve than its CPU time says (:func:`ahead_of`)
+shrinks ``fast`` for the whole build (:func:`sped_up`).  A job whose curve falls after a
+single peak (nvcc: its cicc runs, then a host compile at a fifth of that), once its
+memory was seen at that peak and below it again, is bounded by what its curve holds
+after the peak until it ends (:func:`released`): what lets the next nvcc job start while
+one compiles its host code.
 
 CPU time, not wall time, is the clock: a loaded machine stretches a compile's wall
 time but not its work, and a compiler cannot use more than ``threads`` CPU seconds
@@ -82,6 +86,7 @@ the others were admitted.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -102,6 +107,8 @@ __all__ = [
     "demand",
     "envelope",
     "progress",
+    "released",
+    "rising",
     "sped_up",
     "upper",
 ]
@@ -156,6 +163,7 @@ class Running:
     rss_cpu: float = 0.0  # CPU seconds it had used when ``rss`` was measured
     span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
     since: float | None = None  # when it was granted (its age for the guard); None: started
+    top: int = 0  # the most live memory it reported so far
 
 
 @dataclass(frozen=True)
@@ -167,11 +175,55 @@ class Grant:
 
 def curve_at(curve: Sequence[float], x: float) -> float:
     """Share of its peak a job may hold at progress ``x`` (CPU seconds used / total) by
-    its measured curve: ``curve[k]`` is the most it held up to progress (k + 1) / n,
-    sampling included (``launcher.curve_of``)."""
+    a curve whose ``curve[k]`` is the most it held up to progress (k + 1) / n, sampling
+    included (:func:`rising` of ``launcher.curve_of``'s)."""
     if x >= 1.0 or not curve:
         return 1.0
     return float(curve[max(0, math.ceil(x * len(curve)) - 1)])
+
+
+def rising(curve: Sequence[float]) -> tuple[float, ...]:
+    """The running maximum of a measured curve: the most a job held up to each point."""
+    return tuple(itertools.accumulate(curve, max))
+
+
+#: a curve's peak: its points at this share of its highest or more (:func:`after_peak`)
+PEAK_REGION = 0.9
+#: a job is past its peak once it holds this share of its estimate or less (and its curve
+#: holds no more than that after its peak)
+DROP = 0.6
+#: a job seen at this share of its estimate has reached its peak
+REACHED = 0.85
+#: what a job past its peak may hold above its curve (its share of the peak)
+SLACK = 0.05
+
+
+def after_peak(curve: Sequence[float]) -> float | None:
+    """The most a job holds after its peak, as a share of it, by its measured curve — when
+    the curve has a single peak (its points within :data:`PEAK_REGION` of the highest, one
+    after the other) that it falls from to :data:`DROP` or less; None otherwise (g++ peaks at
+    its end; nvcc for more archs than ``--threads`` peaks once per batch of archs)."""
+    if not curve:
+        return None
+    top = PEAK_REGION * max(curve)
+    high = [k for k, y in enumerate(curve) if y >= top]
+    if high[-1] - high[0] + 1 != len(high) or high[-1] == len(curve) - 1:
+        return None
+    tail = max(curve[high[-1] + 1:])
+    return tail if tail <= DROP else None
+
+
+def released(job: Running) -> float | None:
+    """Bytes that bound ``job`` until it ends when it is past its single peak (module doc):
+    its curve falls after that peak (:func:`after_peak`), its reported memory reached
+    :data:`REACHED` of its estimate and is now at :data:`DROP` of it or less, and no more
+    than its curve allows after the peak (plus :data:`SLACK`).  None: not (known to be)
+    past its peak."""
+    tail = after_peak(job.curve) if job.seconds > 0 else None
+    if tail is None or job.top < REACHED * job.estimate or job.rss > DROP * job.estimate:
+        return None
+    bound = max(job.estimate, job.top) * min(1.0, tail + SLACK)
+    return bound if job.rss <= bound else None
 
 
 def upper(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
@@ -226,24 +278,28 @@ def envelope(job: Running, now: float, model: Model) -> Envelope:
     cpu = progress(job, now)
     knee = model.knee * model.fast * job.seconds
     scale = model.fast * job.seconds
-    if job.curve:
-        base = peak * curve_at(job.curve, cpu / scale)
+    curve = rising(job.curve)
+    if curve:
+        base = peak * curve_at(curve, cpu / scale)
     else:
         base = peak * min(1.0, model.floor + (1.0 - model.floor) * cpu / knee)
-    curve = job.curve
     if job.rss > base:  # grows faster than modelled: trust none of it, hold the peak
         base, curve = peak, ()
     total = model.late * max(job.seconds, job.span)
-    if cpu >= total:  # overdue: holds its peak until it really ends
-        return Envelope(peak, peak, 0.0, now)
+    after = released(job)
+    if cpu >= total:  # overdue: holds its peak (or what it holds past it) until it ends
+        held = peak if after is None else after
+        return Envelope(held, held, 0.0, now)
     rate = threads * min(1.0, max(job.share, 0.02))
     elapsed = now - job.started
     if job.cpu is not None and elapsed >= 1.0:
         # the CPU share it has had so far (on a loaded machine less than its threads)
         rate = min(rate, max(cpu / elapsed, 0.02 * threads))
+    end = now + (total - cpu) / rate + model.horizon
+    if after is not None:
+        return Envelope(after, after, 0.0, now, end)
     slope = peak * (1.0 - model.floor) / knee * threads
-    return Envelope(peak, base, slope, now, now + (total - cpu) / rate + model.horizon,
-                    curve, cpu, float(threads), scale)
+    return Envelope(peak, base, slope, now, end, curve, cpu, float(threads), scale)
 
 
 def ahead_of(job: Running) -> float:
@@ -254,8 +310,9 @@ def ahead_of(job: Running) -> float:
     if not job.curve or job.seconds <= 0 or job.rss <= 0 or job.rss_cpu < 0.1 * job.seconds \
             or job.rss > job.estimate:
         return 1.0
-    n = len(job.curve)
-    passed = next((k for k, y in enumerate(job.curve) if job.estimate * y >= job.rss), n)
+    curve = rising(job.curve)
+    n = len(curve)
+    passed = next((k for k, y in enumerate(curve) if job.estimate * y >= job.rss), n)
     return (passed / n) / (job.rss_cpu / job.seconds)
 
 
