@@ -302,11 +302,15 @@ class Broker:
     def _learn(self) -> None:
         """Re-estimate waiting jobs from what their group measured in this build
         (:func:`relearn`: a cold build's first TU of a glob tells what its siblings will
-        need)."""
+        need); give running jobs without a time model their group's curve."""
         holding: dict[str, int] = {}
         for live in self.running.values():
             for g in live.rec.groups:
                 holding[g] = max(holding.get(g, 0), live.rss)
+            if live.seconds <= 0 and not live.curve:
+                # no time model: a sibling's curve tells when it is past its peak (released)
+                live.curve = next((self.learned[g].curve for g in (live.rec.group,
+                                   live.rec.family) if g in self.learned), ())
         for i, job in enumerate(self.waiting):
             est = self._estimates.get(job.id)
             new = relearn(est, self.learned, holding) if est is not None else None

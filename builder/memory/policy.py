@@ -201,15 +201,19 @@ SLACK = 0.05
 def after_peak(curve: Sequence[float]) -> float | None:
     """The most a job holds after its peak, as a share of it, by its measured curve — when
     the curve has a single peak (its points within :data:`PEAK_REGION` of the highest, one
-    after the other) that it falls from to :data:`DROP` or less; None otherwise (g++ peaks at
-    its end; nvcc for more archs than ``--threads`` peaks once per batch of archs)."""
+    after the other) that it falls from to :data:`DROP` or less (within one point: the one
+    where it falls holds some of the peak too); None otherwise (g++ peaks at its end; nvcc
+    for more archs than ``--threads`` peaks once per batch of archs)."""
     if not curve:
         return None
     top = PEAK_REGION * max(curve)
     high = [k for k, y in enumerate(curve) if y >= top]
-    if high[-1] - high[0] + 1 != len(high) or high[-1] == len(curve) - 1:
+    if high[-1] - high[0] + 1 != len(high):
         return None
-    tail = max(curve[high[-1] + 1:])
+    rest = list(curve[high[-1] + 1:])
+    if rest and rest[0] > DROP:  # the point it falls in
+        rest = rest[1:]
+    tail = max(rest, default=1.0)
     return tail if tail <= DROP else None
 
 
@@ -218,8 +222,9 @@ def released(job: Running) -> float | None:
     its curve falls after that peak (:func:`after_peak`), its reported memory reached
     :data:`REACHED` of its estimate and is now at :data:`DROP` of it or less, and no more
     than its curve allows after the peak (plus :data:`SLACK`).  None: not (known to be)
-    past its peak."""
-    tail = after_peak(job.curve) if job.seconds > 0 else None
+    past its peak.  Needs no time model: a job run without one (nvcc in a cold build) is
+    released by a sibling's curve (``Broker._learn``)."""
+    tail = after_peak(job.curve)
     if tail is None or job.top < REACHED * job.estimate or job.rss > DROP * job.estimate:
         return None
     bound = max(job.estimate, job.top) * min(1.0, tail + SLACK)
@@ -272,8 +277,10 @@ def progress(job: Running, now: float) -> float:
 def envelope(job: Running, now: float, model: Model) -> Envelope:
     """The bound on ``job``'s memory from ``now`` on (module doc: the model)."""
     peak = float(max(job.estimate, job.rss))  # a job above its estimate holds at least that
-    if job.seconds <= 0:
-        return Envelope(peak, peak, 0.0, now)
+    after = released(job)
+    if job.seconds <= 0:  # no time model: its peak (or what it holds past it) until it ends
+        held = peak if after is None else after
+        return Envelope(held, held, 0.0, now)
     threads = max(job.threads, 1)
     cpu = progress(job, now)
     knee = model.knee * model.fast * job.seconds
@@ -286,7 +293,6 @@ def envelope(job: Running, now: float, model: Model) -> Envelope:
     if job.rss > base:  # grows faster than modelled: trust none of it, hold the peak
         base, curve = peak, ()
     total = model.late * max(job.seconds, job.span)
-    after = released(job)
     if cpu >= total:  # overdue: holds its peak (or what it holds past it) until it ends
         held = peak if after is None else after
         return Envelope(held, held, 0.0, now)
