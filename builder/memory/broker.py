@@ -302,15 +302,16 @@ class Broker:
     def _learn(self) -> None:
         """Re-estimate waiting jobs from what their group measured in this build
         (:func:`relearn`: a cold build's first TU of a glob tells what its siblings will
-        need); give running jobs without a time model their group's curve."""
+        need); tell running jobs never measured what their siblings held after their
+        peaks (``policy.released``)."""
         holding: dict[str, int] = {}
         for live in self.running.values():
             for g in live.rec.groups:
                 holding[g] = max(holding.get(g, 0), live.rss)
-            if live.seconds <= 0 and not live.curve:
-                # no time model: a sibling's curve tells when it is past its peak (released)
-                live.curve = next((self.learned[g].curve for g in (live.rec.group,
-                                   live.rec.family) if g in self.learned), ())
+            if not live.rec.source.startswith("history"):  # not measured itself
+                # what its siblings held after their peaks tells when it is past its own
+                live.fall = next((self.learned[g].fall for g in (live.rec.group,
+                                  live.rec.family) if g in self.learned), 0.0)
         for i, job in enumerate(self.waiting):
             est = self._estimates.get(job.id)
             new = relearn(est, self.learned, holding) if est is not None else None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder.memory.estimate import Estimate, learned
-from builder.memory.policy import Running, upper
+from builder.memory.policy import Running, after_peak, upper
 
 __all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "oom_kills", "plausible", "relearn",
            "requeues"]
@@ -63,8 +63,10 @@ class JobRecord:
 class Learned:
     """What the jobs of one estimate group measured so far in this build: the largest
     peak (and the next largest: do the two agree?), the smallest CPU time (a faster job
-    peaks sooner), the pointwise highest curve, how many jobs, and the largest CPU time
-    (when the next one may end)."""
+    peaks sooner), the pointwise highest curve, how many jobs, the largest CPU time
+    (when the next one may end), and the most any held after its single peak
+    (``policy.after_peak``; -1 once one had no such fall: the pointwise highest curve of
+    jobs peaking at different points has two peaks, and says nothing of a fall)."""
 
     peak: int = 0
     cpu: float = 0.0
@@ -72,12 +74,15 @@ class Learned:
     count: int = 0
     slowest: float = 0.0
     second: int = 0
+    fall: float = 0.0
 
     def add(self, peak: int, cpu: float, curve: tuple[float, ...]) -> Learned:
         top, second = sorted((self.peak, self.second, peak))[-1:-3:-1]
+        tail = after_peak(curve)
+        fall = -1.0 if tail is None or self.fall < 0 else max(self.fall, tail)
         return Learned(top, min(self.cpu, cpu) if self.cpu else cpu,
                        upper(self.curve, curve), self.count + 1,
-                       max(self.slowest, cpu), second)
+                       max(self.slowest, cpu), second, fall)
 
     @property
     def agreed(self) -> bool:
@@ -132,6 +137,7 @@ class Live:
     cpu_active: float = 0.0  # … and the job's active time when it was reported
     rss: int = 0
     top: int = 0  # the most it reported holding
+    fall: float = 0.0  # what its siblings held after their peaks (``Learned.fall``)
     paused: bool = False
     paused_at: float = 0.0
     paused_total: float = 0.0
@@ -153,7 +159,7 @@ class Live:
             cpu = self.cpu + max(0.0, active - self.cpu_active) * max(self.threads, 1)
         return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
                        self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
-                       span=self.span, since=self.started, top=self.top)
+                       span=self.span, since=self.started, top=self.top, fall=self.fall)
 
     def stop(self, now: float, held: bool = False) -> None:
         """Pause it (``held``: by the backstop, which alone thaws it)."""

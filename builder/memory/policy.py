@@ -164,6 +164,8 @@ class Running:
     span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
     since: float | None = None  # when it was granted (its age for the guard); None: started
     top: int = 0  # the most live memory it reported so far
+    #: the most its siblings held after their single peaks (``jobs.Learned.fall``); 0: none
+    fall: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -201,19 +203,16 @@ SLACK = 0.05
 def after_peak(curve: Sequence[float]) -> float | None:
     """The most a job holds after its peak, as a share of it, by its measured curve — when
     the curve has a single peak (its points within :data:`PEAK_REGION` of the highest, one
-    after the other) that it falls from to :data:`DROP` or less (within one point: the one
-    where it falls holds some of the peak too); None otherwise (g++ peaks at its end; nvcc
-    for more archs than ``--threads`` peaks once per batch of archs)."""
+    after the other) that it falls from to :data:`DROP` or less; the point it falls in,
+    which holds some of the peak too, is passed over.  None otherwise (g++ peaks at its
+    end; nvcc for more archs than ``--threads`` peaks once per batch of archs)."""
     if not curve:
         return None
     top = PEAK_REGION * max(curve)
     high = [k for k, y in enumerate(curve) if y >= top]
     if high[-1] - high[0] + 1 != len(high):
         return None
-    rest = list(curve[high[-1] + 1:])
-    if rest and rest[0] > DROP:  # the point it falls in
-        rest = rest[1:]
-    tail = max(rest, default=1.0)
+    tail = max(curve[high[-1] + 2:], default=1.0)
     return tail if tail <= DROP else None
 
 
@@ -222,9 +221,11 @@ def released(job: Running) -> float | None:
     its curve falls after that peak (:func:`after_peak`), its reported memory reached
     :data:`REACHED` of its estimate and is now at :data:`DROP` of it or less, and no more
     than its curve allows after the peak (plus :data:`SLACK`).  None: not (known to be)
-    past its peak.  Needs no time model: a job run without one (nvcc in a cold build) is
-    released by a sibling's curve (``Broker._learn``)."""
+    past its peak.  Without a curve of its own that says so, ``fall`` (its siblings') does;
+    no time model is needed: a cold build's first nvcc jobs are released too."""
     tail = after_peak(job.curve)
+    if tail is None and job.fall > 0:
+        tail = job.fall
     if tail is None or job.top < REACHED * job.estimate or job.rss > DROP * job.estimate:
         return None
     bound = max(job.estimate, job.top) * min(1.0, tail + SLACK)

@@ -111,34 +111,43 @@ def test_a_job_is_released_only_once_seen_at_its_peak_and_below_it_again() -> No
     assert late.end == INF and late.ahead(100.0) == after
 
 
-def test_a_job_without_a_time_model_is_released_by_its_curve_alone() -> None:
-    # a cold nvcc job: no CPU time to predict its end, a sibling's curve
+def test_a_job_without_a_time_model_is_released_by_its_siblings_fall() -> None:
+    # a cold nvcc job: no CPU time to predict its end, no curve of its own
     m = Model()
-    cold = Running(6 * GiB, 0.0, 0.0, cpu=60.0, rss=int(0.3 * GiB), curve=_measured(NVCC),
-                   top=int(5.7 * GiB))
+    cold = Running(6 * GiB, 0.0, 0.0, cpu=60.0, rss=int(0.3 * GiB), top=int(5.7 * GiB),
+                   fall=0.25)
     env = envelope(cold, 60.0, m)
     assert env.end == INF and env.ahead(60.0) == env.ahead(600.0) == released(cold) < 2 * GiB
     assert envelope(Running(6 * GiB, 0.0, 0.0, cpu=60.0, rss=int(0.3 * GiB)), 60.0,
                     m).ahead(60.0) == 6 * GiB  # no curve: its peak until it ends
 
 
-def test_the_broker_gives_an_untimed_running_job_its_siblings_curve(tmp_path: Path) -> None:
+def test_the_broker_tells_running_jobs_what_their_siblings_held_after_peaks(
+        tmp_path: Path) -> None:
     b = Broker(tmp_path / "b.sock", BrokerConfig(
         budget=16 * GiB, slots=8, source_root=str(tmp_path),
         build_dir=str(tmp_path / "build"), history_path=str(tmp_path / "history.json")))
     family = "prior:torch/extension.h:device:2x2"
     rec = JobRecord("a", "attention.cu", 5 * GiB, 6 * GiB, "prior:torch/extension.h", 0.0,
                     family=family)
-    b.running["a"] = Live(rec, 0.0, 2, 0.0, rss=int(0.2 * GiB))
-    timed = JobRecord("t", "t.cpp", GiB, GiB, "prior", 0.0, family=family)
-    b.running["t"] = Live(timed, 20.0, 1, 0.0)  # a time model of its own: left as it is
+    b.running["a"] = Live(rec, 0.0, 2, 0.0, rss=int(0.2 * GiB), top=int(5.6 * GiB))
+    own = JobRecord("h", "h.cu", 5 * GiB, 6 * GiB, "history", 0.0, family=family)
+    b.running["h"] = Live(own, 90.0, 2, 0.0)  # measured itself: its own curve decides
     b._learn()
-    assert b.running["a"].curve == ()  # nothing measured yet
-    b.learned[family] = Learned().add(int(5.4 * GiB), 90.0, _measured(NVCC))
+    assert b.running["a"].fall == 0.0  # nothing measured yet
+    assert released(b.running["a"].view(70.0)) is None
+    # one sibling peaking at 79 %, one at 33 % (a long TU): their pointwise highest curve
+    # has two peaks, but each fell to a quarter after its own
+    early = (0.07, 0.32, 0.36, 0.36, 0.7, 0.93, 1.0, 0.54, 0.27, *([0.05] * 9), 0.19, 0.26)
+    got = Learned().add(int(5.4 * GiB), 90.0, _measured(NVCC)).add(int(5.4 * GiB), 180.0,
+                                                                     early)
+    assert after_peak(got.curve) is None and 0.2 <= got.fall <= 0.3
+    b.learned[family] = got
     b._learn()
-    assert b.running["a"].curve == _measured(NVCC) and b.running["t"].curve == ()
-    b.running["a"].rss, b.running["a"].top = int(0.2 * GiB), int(5.6 * GiB)
+    assert b.running["a"].fall == got.fall and b.running["h"].fall == 0.0
     assert released(b.running["a"].view(70.0)) is not None
+    # a sibling that peaked at its end (no fall) says the group's jobs may not fall
+    assert got.add(int(5.4 * GiB), 90.0, _measured(GXX, 90.0)).fall < 0
 
 
 def test_the_next_job_starts_beside_one_past_its_peak_not_beside_one_at_it() -> None:
