@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from builder.memory.policy import Model, upper
+from builder.memory.policy import Model, after_peak, rising, upper
 from builder.resources import data_table
 
 __all__ = [
@@ -91,9 +91,15 @@ def _history_reserve(rec: dict[str, Any], margins: dict[str, Any]) -> tuple[int,
 
 
 def _curve(rec: dict[str, Any]) -> tuple[float, ...]:
-    """The higher of the last two measured memory curves of a history record."""
-    return upper([float(x) for x in rec.get("curve", ())],
-                 [float(x) for x in rec.get("prev_curve", ())])
+    """The higher of the last two measured memory curves of a history record — but a curve
+    that only rises next to one that falls after its peak was recorded before curves kept
+    their falls (a running maximum, builder ≤ stop 28): it would hide the fall, so that
+    nothing is released (``policy.released``) until the third build, and is left out."""
+    curve = [float(x) for x in rec.get("curve", ())]
+    prev = [float(x) for x in rec.get("prev_curve", ())]
+    if prev and after_peak(curve) is not None and list(rising(prev)) == prev:
+        prev = []
+    return upper(curve, prev)
 
 
 def scan_includes(path: Path, roots: tuple[Path, ...] = (), depth: int = 3) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.memory.broker import Broker, BrokerConfig
+from builder.memory.estimate import estimate
 from builder.memory.guard import guard
 from builder.memory.jobs import JobRecord, Learned, Live
 from builder.memory.launcher import curve_of
@@ -223,3 +224,24 @@ def test_nvcc_jobs_overlap_their_host_compiles_within_the_budget() -> None:
     before, worst_before = _world(cpus, budget, rising(curve))  # histories of last session
     assert worst <= budget and worst_before <= budget
     assert falls <= 0.95 * before, (falls, before)
+
+
+def test_a_history_from_before_falls_were_kept_does_not_hide_the_next_fall() -> None:
+    # the last build recorded a curve that falls; the one before it a running maximum (an
+    # earlier version): their higher curve would hide the fall until a third build
+    curve = _measured(NVCC)
+    rec = {"peak": int(5.4 * GiB), "prev_peak": int(5.4 * GiB), "runs": 2, "cpu": 90.0,
+           "curve": list(curve), "prev_curve": list(rising(curve))}
+    got = estimate("csrc/k.cu", ("torch/extension.h",), history=rec, nvcc_threads=2,
+                   nvcc_archs=2)
+    assert got.curve == curve and after_peak(got.curve) is not None
+    # two curves that both fall: the higher of the two, as before
+    other = tuple(min(1.0, y * 1.05) for y in curve)
+    both = estimate("csrc/k.cu", ("torch/extension.h",), nvcc_threads=2, nvcc_archs=2,
+                    history={**rec, "prev_curve": list(other)})
+    assert both.curve == other
+    # g++ curves only rise: the higher of the two, as before
+    gxx, higher = _measured(GXX, 20.0), tuple(min(1.0, y + 0.02) for y in _measured(GXX, 20.0))
+    kept = estimate("src/a.cpp", ("torch/torch.h",), history={
+        "peak": GiB, "runs": 2, "cpu": 20.0, "curve": list(gxx), "prev_curve": list(higher)})
+    assert kept.curve == higher
