@@ -7,7 +7,7 @@ what its curve holds after it — so the next nvcc job starts while one compiles
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from builder.memory.broker import Broker, BrokerConfig
@@ -194,9 +194,7 @@ def _world(cpus: list[float], budget: int, curve: tuple[float, ...]) -> tuple[fl
             stop = guard(view, budget, now, m) if view else frozenset()
             for i, f in running.items():
                 f.paused = i in stop
-            view = {i: Running(v.estimate, v.started, v.seconds, 2, cpu=v.cpu, rss=v.rss,
-                               curve=curve, rss_cpu=v.rss_cpu, top=v.top, paused=i in stop)
-                    for i, v in view.items()}
+            view = {i: replace(v, paused=i in stop) for i, v in view.items()}
             for g in admit(waiting, view, budget, 8, now=now, model=m):
                 waiting.remove(g.job)
                 running[g.job.id] = jobs[g.job.id]
