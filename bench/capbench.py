@@ -3,9 +3,9 @@
 Every run appends one row to ``<work>/results.json`` (a JSON list), so that a bench too
 long for one command can run in pieces (``--only``) and still end in one table
 (``--summary``): rows of one workload and cap make one table.  A fixed ``-jN`` measured
-in several pieces counts as one with all their runs (safe only if none was killed; its
-time is the fastest run not killed); a builder run measured again replaces the earlier
-row of the same name, and a new cold run starts a new series of history runs.
+in several pieces counts as one with all their runs (safe only if none was killed); every
+builder run is a row of its own.  Builder's runs are compared with the fixed runs of their
+own machine (boot id), median against median (:func:`_targets`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -155,9 +156,13 @@ def _line(r: Row) -> str:
         extra = (f"  (retried jobs: {r['retries']}, paused: {r['pauses']}, most at once: "
                  f"{r['most']}, time model: {r['timed']} jobs, {r['curved']} by their curve)")
     elif int(r.get("runs", 1)) > 1:
-        extra = f"  (killed in {r['killed']} of {r['runs']} runs)"
+        extra = f"  (killed in {r['killed']} of {r['runs']} runs" + (
+            f"; median of {', '.join(f'{x:.1f}' for x in sorted(_good(r)))} s)"
+            if _good(r) else ")")
+    secs = statistics.median(_good(r)) if r["run"].startswith("fixed") and _good(r) \
+        else float(r["seconds"])
     return (f"{r['run']:22} {'yes' if r['ok'] else 'NO':>4} {r['oom']:>10} "
-            f"{float(r['seconds']):>9.1f} {r['peak']:>9}" + extra)
+            f"{secs:>9.1f} {r['peak']:>9}" + extra)
 
 
 def summarize(rows: list[Row], workload: str) -> bool:
@@ -169,18 +174,20 @@ def summarize(rows: list[Row], workload: str) -> bool:
         print(f"{workload}: no runs recorded")
         return False
     for cap in caps:
-        latest: dict[str, Row] = {}
+        fixed: dict[str, Row] = {}
+        builder: list[Row] = []
         for r in rows:
-            if r["workload"] == workload and str(r["cap"]) == cap:
-                if r["run"] == "builder (cold)":  # a new cold start: its own history runs
-                    latest = {k: v for k, v in latest.items() if not k.startswith("builder")}
-                run = str(r["run"])
+            if r["workload"] != workload or str(r["cap"]) != cap:
+                continue
+            run = str(r["run"])
+            if run.startswith("fixed"):
                 # a fixed -jN measured again on the same machine (another piece's
                 # --repeats) adds its runs; on another machine it is another row
-                key = f"{run}@{_machine(r)}" if run.startswith("fixed") else run
-                latest[key] = _merge(latest[key], r) if key in latest and \
-                    run.startswith("fixed") else r  # builder's: the newest counts
-        table = sorted(latest.values(), key=_order)
+                key = f"{run}@{_machine(r)}"
+                fixed[key] = _merge(fixed[key], r) if key in fixed else r
+            else:  # every builder run counts: each is one sample of its machine
+                builder.append(r)
+        table = sorted([*fixed.values(), *builder], key=_order)
         hosts = {(r["host"]["cores"], r["host"]["cpu"], _machine(r)[:8]) for r in table}
         print(f"{workload} under a {cap} cap, " + "; ".join(
             f"{c} cores, {m}" + (f" (boot {b})" if b and len(hosts) > 1 else "")
@@ -194,53 +201,71 @@ def summarize(rows: list[Row], workload: str) -> bool:
     return ok
 
 
+def _failed(r: Row) -> str:
+    """Why a builder run fails its targets whatever its time ("": it does not)."""
+    cap = parse_size(str(r["cap"])) // 2**20 if r.get("cap") else 0
+    if cap and int(r.get("peak", 0)) > cap:  # its peak is page cache and all, capped
+        return (f"{r['run']} FAILED: its memory peaked at {r['peak']} MiB, above the "
+                f"{r['cap']} cap: the build left the capped cgroup")
+    if r["oom"] or not r["ok"]:
+        log = Path(str(r.get("log", "")))
+        tail = "\n".join(log.read_text().splitlines()[-15:]) if log.is_file() else ""
+        return f"{r['run']} FAILED; the end of {log}:\n{tail}"
+    return ""
+
+
 def _targets(table: list[Row]) -> bool:
-    """Each builder run against the best safe fixed -jN *of its own machine*: a fresh GPU
-    machine of the same name and CPU ran -j5 in 71.4 s where the one before took 57.3 s."""
+    """Builder's runs against the best safe fixed -jN *of their own machine* (a fresh GPU
+    machine of the same name and CPU ran -j5 in 71.4 s where the one before took 57.3 s),
+    median against median: the same TU takes ±15 % CPU time from run to run there, so one
+    builder run against the fastest of three fixed runs measures that spread as much as
+    builder.  The fastest runs' ratio is printed beside it."""
     fixed = [r for r in table if r["run"].startswith("fixed")]
-    safe = [r for r in fixed if r["ok"] and r["oom"] == 0]
-    cold = next((r for r in table if r["run"] == "builder (cold)"), None)
-    hist = [r for r in table if r["run"].startswith("builder (history")]
+    safe = [r for r in fixed if r["ok"] and r["oom"] == 0 and _good(r)]
     ok = True
-    for r, what in ((cold, "builder (cold)"), (hist[-1] if hist else None, "builder (history)")):
-        if r is None:
-            print(f"{what}: not run yet")
+    for what, target in (("cold", COLD_TARGET), ("history", HISTORY_TARGET)):
+        runs = [r for r in table if r["run"].startswith(f"builder ({what}")]
+        if not runs:
+            print(f"builder ({what}): not run yet")
             ok = False
             continue
-        cap = parse_size(str(r["cap"])) // 2**20 if r.get("cap") else 0
-        if cap and int(r.get("peak", 0)) > cap:  # its peak is page cache and all, capped
-            ok = False
-            print(f"{r['run']} FAILED: its memory peaked at {r['peak']} MiB, above the "
-                  f"{r['cap']} cap: the build left the capped cgroup")
-            continue
-        if r["oom"] or not r["ok"]:
-            ok = False
-            log = Path(str(r.get("log", "")))
-            print(f"{r['run']} FAILED; the end of {log}:")
-            if log.is_file():
-                print("\n".join(log.read_text().splitlines()[-15:]))
-            continue
-        mine = [f for f in safe if _machine(f) == _machine(r)]
-        best = min(mine, key=lambda f: float(f["seconds"])) if mine else None
-        if best is None and safe:
-            ok = False
-            print(f"{r['run']}: no fixed -jN survived on its machine (boot "
-                  f"{_machine(r)[:8] or '?'}); the fixed runs of other machines are not "
-                  "comparable: run the fixed pieces again on this one")
-        elif best:
-            ratio = float(r["seconds"]) / float(best["seconds"])
-            target = HISTORY_TARGET if "history" in str(r["run"]) else COLD_TARGET
-            print(f"{r['run']}: {ratio:.2f}× the best safe fixed run ({best['run']}); "
-                  f"target ≤ {target} {'OK' if ratio <= target else 'OVER'}")
-            ok = ok and ratio <= target
-        else:
-            print(f"{r['run']}: no fixed -jN survived at this cap to compare with")
+        for boot in dict.fromkeys(_machine(r) for r in runs):
+            mine = [r for r in runs if _machine(r) == boot]
+            bad = [why for why in map(_failed, mine) if why]
+            for why in bad:
+                print(why)
+            if bad:
+                ok = False
+                continue
+            ok = _compare(f"builder ({what})", mine, boot, safe, target) and ok
     cores = int(table[0]["host"]["cores"])
     jc = next((r for r in fixed if int(r.get("jobs", 0)) == cores), None)
     j1 = next((r for r in fixed if int(r.get("jobs", 0)) == 1), None)
+    hist = [r for r in table if r["run"].startswith("builder (history")]
     if hist and j1 is not None and jc is not None and (jc["oom"] or not jc["ok"]):
         last, one = float(hist[-1]["seconds"]), float(j1["seconds"])
         print(f"-j{cores} OOMs at this cap; builder with history vs -j1: {last:.1f}s vs "
               f"{one:.1f}s {'faster' if last < one else 'NOT faster'}")
     print("result:", "all targets met" if ok else "targets missed")
     return ok
+
+
+def _compare(what: str, runs: list[Row], boot: str, safe: list[Row], target: float) -> bool:
+    """Print ``runs`` (builder's, of machine ``boot``) against the best safe fixed run of
+    that machine; True when the ratio of the medians meets ``target``."""
+    mine = [f for f in safe if _machine(f) == boot]
+    if not mine:
+        print(f"{what}: no fixed -jN survived on its machine (boot {boot[:8] or '?'})"
+              + ("; the fixed runs of other machines are not comparable: run the fixed "
+                 "pieces again on this one" if safe else " at this cap to compare with"))
+        return False
+    best = min(mine, key=lambda f: statistics.median(_good(f)))
+    times = [float(r["seconds"]) for r in runs]
+    base = _good(best)
+    ratio = statistics.median(times) / statistics.median(base)
+    fastest = min(times) / min(base)
+    print(f"{what}: median of {len(times)} run(s) {statistics.median(times):.1f} s = "
+          f"{ratio:.2f}× the median of {best['run']} ({len(base)} run(s), "
+          f"{statistics.median(base):.1f} s), the best safe fixed run; fastest against "
+          f"fastest {fastest:.2f}×; target ≤ {target} {'OK' if ratio <= target else 'OVER'}")
+    return ratio <= target

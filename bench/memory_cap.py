@@ -12,13 +12,15 @@ for two archs at once; default cap 16GiB).  The fixed runs configure the same
 sources with the recipe's archs and release flags.
 
 Targets: builder has 0 OOM kills in every run; cold its wall time is ≤ 1.05× the best
-fixed -jN that survived every repeat, with history ≤ 1.0×; at a cap where -j<cores> OOMs
-it is faster than -j1.  Where no memory cgroup can be created this says so and exits 2.
+fixed -jN that survived every repeat, with history ≤ 1.0×, median against median (the
+fastest runs' ratio is printed too); at a cap where -j<cores> OOMs it is faster than -j1.
+Where no memory cgroup can be created this says so and exits 2.
 
 A fixed `-jN` whose jobs only sometimes peak together (two torch TUs at the 2.6 GiB
 cap on 2 cores) passes one run and is killed the next: ``--repeats 3`` runs every
-fixed `-jN` three times and counts it as safe only if no run was killed (its time is
-then its fastest run).
+fixed `-jN` three times and counts it as safe only if no run was killed — and builder's
+cold build three times, since the same build varies by ±10 % from run to run on the GPU
+machines (libamm's `-j5`: 54.0, 57.9, 62.8 s on one machine).
 
 In pieces (each of the whole does not fit a 10-minute command on 16 cores): ``--work
 DIR`` keeps builds, builder's state (its history) and logs, and appends each run's row to
@@ -124,8 +126,8 @@ def fixed(b: Bench, jobs: int) -> Row:
 
 
 def repeated(b: Bench, jobs: int, times: int) -> Row:
-    """``fixed`` run ``times`` times: safe only if no run had an OOM kill; its time is the
-    fastest successful run (the baseline at its best)."""
+    """``fixed`` run ``times`` times: safe only if no run had an OOM kill; ``good`` lists
+    the times of the runs that were not killed (``seconds``: the fastest)."""
     runs = [fixed(b, jobs) for _ in range(max(times, 1))]
     good = [r for r in runs if r["ok"] and not r["oom"]]
     killed = sum(1 for r in runs if r["oom"] or not r["ok"])
@@ -185,12 +187,13 @@ def plan_runs(args: argparse.Namespace) -> list[str]:
                not re.fullmatch(r"fixed:\d+", r)]
         if bad:
             raise SystemExit(f"memory_cap: --only: unknown run(s) {bad} (fixed:N, cold, history)")
-        return [x for r in runs for x in ([r] * args.history_runs if r == "history" else [r])]
+        times = {"history": args.history_runs, "cold": args.repeats}
+        return [x for r in runs for x in [r] * times.get(r, 1)]
     runs = [] if args.no_baselines else [f"fixed:{args.cores}", "fixed:1"]
     extra = [int(x) for x in args.fixed.split(",") if x.strip()] if args.fixed else \
         list(range(2, args.cores))
     runs += [f"fixed:{j}" for j in extra if j not in (1, args.cores)]
-    return [*runs, "cold", *["history"] * args.history_runs]
+    return [*runs, *["cold"] * args.repeats, *["history"] * args.history_runs]
 
 
 def main() -> int:
@@ -205,8 +208,9 @@ def main() -> int:
                     help="builder runs with history after the cold one, and per `history` in "
                     "--only (default 1; the last is compared with the target)")
     ap.add_argument("--repeats", type=int, default=1, metavar="N",
-                    help="run every fixed -jN N times; safe only if no run was killed "
-                    "(default 1)")
+                    help="run every fixed -jN and builder's cold build N times (a fixed -jN "
+                    "is safe only if no run was killed; the history runs follow the last "
+                    "cold one) (default 1)")
     ap.add_argument("--no-baselines", action="store_true",
                     help="skip -j<cores> and -j1 (only --fixed and builder; for investigations)")
     ap.add_argument("--work", type=Path, metavar="DIR",

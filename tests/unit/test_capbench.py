@@ -28,11 +28,40 @@ def test_builder_is_compared_with_its_own_machines_fixed_runs(
             _row("fixed -j5", 71.4, "bbbb"), _row("builder (history)", 73.5, "bbbb")]
     assert not summarize(rows, "libamm")  # history: 1.03x its machine's -j5, over 1.0
     out = capsys.readouterr().out
-    assert "builder (cold): 1.05× the best safe fixed run" in out
+    assert "builder (cold): median of 1 run(s) 60.0 s = 1.05× the median of fixed -j5" in out
     # against its own machine's 71.4 s, not the other's 57.3 s (1.28x)
-    assert "builder (history): 1.03× the best safe fixed run" in out
+    assert "builder (history): median of 1 run(s) 73.5 s = 1.03× the median" in out
     assert "[boot bbbb]" in out and "rows from different machines" in out
-    assert out.count("fixed -j5 ") == 2  # one row per machine, not merged
+    assert out.count("\nfixed -j5 ") == 2  # one row per machine, not merged
+
+
+def test_repeated_runs_compare_median_with_median(capsys: pytest.CaptureFixture[str]) -> None:
+    """Three fixed runs of 54.0, 57.9 and 62.8 s (one machine, one day) and builder's
+    runs: its median against theirs, not one run against their fastest."""
+    good = {"good": [54.0, 57.9, 62.8], "runs": 3, "killed": 0}
+    rows = [_row("fixed -j5", 54.0, "aaaa", **good), _row("fixed -j4", 66.0, "aaaa"),
+            *(_row("builder (cold)", s, "aaaa") for s in (58.0, 60.5, 64.0)),
+            _row("builder (history)", 57.0, "aaaa"), _row("builder (history-2)", 56.0, "aaaa"),
+            _row("builder (history-3)", 59.0, "aaaa")]
+    assert summarize(rows, "libamm")
+    out = capsys.readouterr().out
+    assert "fixed -j5               yes          0      57.9" in out  # its median
+    assert "median of 54.0, 57.9, 62.8 s" in out
+    assert out.count("builder (cold) ") == 3  # every run is a row
+    # cold: 60.5 / 57.9 = 1.045; fastest against fastest 58.0 / 54.0 = 1.07
+    assert "builder (cold): median of 3 run(s) 60.5 s = 1.04× the median of fixed -j5 " \
+        "(3 run(s), 57.9 s)" in out and "fastest against fastest 1.07×" in out
+    # history: every history run of the machine, whatever its number: 57.0 / 57.9
+    assert "builder (history): median of 3 run(s) 57.0 s = 0.98×" in out
+    assert "result: all targets met" in out
+    # a killed run makes -j5 unsafe: -j4 (66.0 s) is the best safe one, and a failed
+    # builder run fails its target whatever the others' times
+    rows[0] = {**rows[0], "killed": 1, "oom": 1}
+    rows[3] = {**rows[3], "oom": 1}
+    assert not summarize(rows, "libamm")
+    out = capsys.readouterr().out
+    assert "builder (cold) FAILED" in out
+    assert "builder (history): median of 3 run(s) 57.0 s = 0.86× the median of fixed -j4" in out
 
 
 def test_a_run_without_a_fixed_baseline_on_its_machine_is_not_compared(
