@@ -154,7 +154,9 @@ def _line(r: Row) -> str:
     extra = ""
     if "retries" in r:
         extra = (f"  (retried jobs: {r['retries']}, paused: {r['pauses']}, most at once: "
-                 f"{r['most']}, time model: {r['timed']} jobs, {r['curved']} by their curve)")
+                 f"{r['most']}, time model: {r['timed']} jobs, {r['curved']} by their curve"
+                 + (f"; job-s paused {r['paused_s']}, at peak above their curves "
+                    f"{r['above']}, overdue {r['overdue']}" if "above" in r else "") + ")")
     elif int(r.get("runs", 1)) > 1:
         extra = f"  (killed in {r['killed']} of {r['runs']} runs" + (
             f"; median of {', '.join(f'{x:.1f}' for x in sorted(_good(r)))} s)"

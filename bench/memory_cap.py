@@ -158,7 +158,12 @@ def with_builder(b: Bench, label: str) -> Row:
             "most": most_at_once(jobs),
             "timed": f"{sum(1 for j in jobs if float(str(j.get('model_cpu', 0) or 0)) > 0)}"
                      f"/{len(jobs)}",
-            "curved": sum(1 for j in jobs if j.get("model_curve")), "log": str(log)}
+            "curved": sum(1 for j in jobs if j.get("model_curve")),
+            # why the time model held jobs at their peaks (job-seconds; policy.envelope)
+            "above": round(sum(float(str(j.get("above", 0))) for j in jobs), 1),
+            "overdue": round(sum(float(str(j.get("overdue", 0))) for j in jobs), 1),
+            "paused_s": round(sum(float(str(j.get("paused", 0))) for j in jobs), 1),
+            "log": str(log)}
 
 
 def _jobs(state: Path, pkg: str) -> list[dict[str, object]]:

@@ -223,6 +223,8 @@ class Broker:
         view = {i: live.view(now) for i, live in self.running.items()}
         self.speed = max([self.speed, *(ahead_of(r) for r in view.values())])
         model = self._model()
+        for i, live in self.running.items():  # why jobs count at their peaks, for the report
+            live.account(envelope(view[i], now, model), now)
         if self.cfg.pause and view:
             paused = guard(view, self.cfg.budget, now, model, self._overhead())
             for i, live in self.running.items():

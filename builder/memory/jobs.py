@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder.memory.estimate import Estimate, learned
-from builder.memory.policy import Running, after_peak, upper
+from builder.memory.policy import Envelope, Running, after_peak, upper
 
 __all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "oom_kills", "plausible", "relearn",
            "requeues"]
@@ -46,6 +46,10 @@ class JobRecord:
     pauses: int = 0
     held: int = 0  # of its pauses, those by the backstop (measured memory near the budget)
     requeued: bool = False  # killed by the backstop to make room; run again as a new job
+    #: seconds the time model counted it at its peak because its reported memory was above
+    #: its modelled bound, and seconds it ran past its predicted end (``policy.envelope``)
+    above: float = 0.0
+    overdue: float = 0.0
     rerun: bool = False  # the run again of a requeued job
     speculative: bool = False  # admitted on its prior's time, the backstop as the guarantee
     kind: str = "compile"  # compile | link
@@ -143,6 +147,7 @@ class Live:
     paused_total: float = 0.0
     held: bool = False  # stopped by the backstop: only the backstop thaws it
     granted: bool = False  # the grant was written: commands may follow
+    ticked: float = -1.0  # when :meth:`account` last ran
     conn: socket.socket | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -160,6 +165,16 @@ class Live:
         return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
                        self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
                        span=self.span, since=self.started, top=self.top, fall=self.fall)
+
+    def account(self, env: Envelope, now: float) -> None:
+        """Add the time since the last scheduling tick to the record's ``above`` or
+        ``overdue`` when its bound ``env`` says why it counts at its peak (job report)."""
+        dt = now - self.ticked if self.ticked >= 0 else 0.0
+        self.ticked = now
+        if env.why == "above":
+            self.rec.above += dt
+        elif env.why == "overdue":
+            self.rec.overdue += dt
 
     def stop(self, now: float, held: bool = False) -> None:
         """Pause it (``held``: by the backstop, which alone thaws it)."""

@@ -255,6 +255,7 @@ class Envelope:
     c0: float = 0.0  # CPU seconds used at t0
     rate: float = 1.0  # most CPU seconds it can use per second
     scale: float = 1.0  # CPU seconds of its whole curve (the fastest it may be)
+    why: str = ""  # "above": held at its peak, its memory above its model; "overdue": past its end
 
     def at(self, t: float) -> float:
         """The bound at ``t``, counting the job gone from its predicted end."""
@@ -291,12 +292,13 @@ def envelope(job: Running, now: float, model: Model) -> Envelope:
         base = peak * curve_at(curve, cpu / scale)
     else:
         base = peak * min(1.0, model.floor + (1.0 - model.floor) * cpu / knee)
-    if job.rss > base:  # grows faster than modelled: trust none of it, hold the peak
+    above = job.rss > base
+    if above:  # grows faster than modelled: trust none of it, hold the peak
         base, curve = peak, ()
     total = model.late * max(job.seconds, job.span)
     if cpu >= total:  # overdue: holds its peak (or what it holds past it) until it ends
         held = peak if after is None else after
-        return Envelope(held, held, 0.0, now)
+        return Envelope(held, held, 0.0, now, why="overdue")
     rate = threads * min(1.0, max(job.share, 0.02))
     elapsed = now - job.started
     if job.cpu is not None and elapsed >= 1.0:
@@ -306,7 +308,8 @@ def envelope(job: Running, now: float, model: Model) -> Envelope:
     if after is not None:
         return Envelope(after, after, 0.0, now, end)
     slope = peak * (1.0 - model.floor) / knee * threads
-    return Envelope(peak, base, slope, now, end, curve, cpu, float(threads), scale)
+    return Envelope(peak, base, slope, now, end, curve, cpu, float(threads), scale,
+                    "above" if above else "")
 
 
 def ahead_of(job: Running) -> float:

@@ -42,9 +42,10 @@ def test_repeated_runs_compare_median_with_median(capsys: pytest.CaptureFixture[
     rows = [_row("fixed -j5", 54.0, "aaaa", **good), _row("fixed -j4", 66.0, "aaaa"),
             *(_row("builder (cold)", s, "aaaa") for s in (58.0, 60.5, 64.0)),
             _row("builder (history)", 57.0, "aaaa"), _row("builder (history-2)", 56.0, "aaaa"),
-            _row("builder (history-3)", 59.0, "aaaa")]
+            _row("builder (history-3)", 59.0, "aaaa", above=3.2, overdue=12.5, paused_s=4.0)]
     assert summarize(rows, "libamm")
     out = capsys.readouterr().out
+    assert "job-s paused 4.0, at peak above their curves 3.2, overdue 12.5)" in out
     assert "fixed -j5               yes          0      57.9" in out  # its median
     assert "median of 54.0, 57.9, 62.8 s" in out
     assert out.count("builder (cold) ") == 3  # every run is a row

@@ -367,10 +367,12 @@ def test_overdue_jobs_hold_their_peak() -> None:
     m = Model()
     late = Running(GiB, 0.0, 10.0, cpu=12.0)  # used more than late × 10 CPU seconds
     env = envelope(late, 20.0, m)
-    assert env.end == float("inf") and env.base == GiB
+    assert env.end == float("inf") and env.base == GiB and env.why == "overdue"
     # a job reporting more memory than its bound is faster than modelled: at its peak
     fast = envelope(Running(GiB, 0.0, 10.0, cpu=1.0, rss=GiB // 2), 1.0, m)
-    assert fast.base == GiB
+    assert fast.base == GiB and fast.why == "above"
+    on_time = envelope(Running(GiB, 0.0, 10.0, cpu=1.0, rss=GiB // 10), 1.0, m)
+    assert on_time.base < GiB and on_time.why == ""
     # and one above its estimate holds at least what it holds, with or without a time
     for seconds in (10.0, 0.0):
         over = envelope(Running(GiB, 0.0, seconds, cpu=5.0, rss=2 * GiB), 5.0, m)
@@ -549,3 +551,19 @@ def test_history_counts_agreeing_peaks_for_a_smaller_margin(tmp_path: Path) -> N
     assert _history_reserve(third, margins) == (1_200_000_000, int(1_200_000_000 * 1.05))
     est = estimate("a.cpp", (), history=third)
     assert est.source == "history" and est.cpu == 14.6
+
+
+def test_the_job_report_says_how_long_a_job_counted_at_its_peak_and_why() -> None:
+    """Each scheduling tick adds its time to the job's ``above`` (its memory above its
+    model) or ``overdue`` (past its predicted end): the report shows why the time model
+    held jobs at their peaks, where the replay of the same jobs does not."""
+    m = Model()
+    rec = JobRecord("a", "a.cpp", GiB, GiB, "history", 0.0)
+    live = Live(rec, 10.0, 1, 0.0)
+    for now, cpu, rss in ((1.0, 1.0, GiB // 10), (1.5, 1.5, GiB // 2), (2.0, 2.0, GiB * 4 // 5),
+                          (3.0, 3.0, GiB // 2), (12.0, 11.0, GiB), (12.5, 11.5, GiB)):
+        live.cpu, live.cpu_active, live.rss = cpu, live.active(now), rss
+        live.account(envelope(live.view(now), now, m), now)
+    # the time since the tick before goes to what a tick sees: above its ramp at 1.5 and
+    # 2.0 s, within it at 3.0 s, past its predicted end (10.5 s of CPU) at 12.0 and 12.5 s
+    assert rec.above == 1.0 and rec.overdue == 9.0 + 0.5
