@@ -17,8 +17,8 @@ summed memory passed the cap (for ``-jN``: how often it would have had to be luc
 ``--history`` is the measured jobs (a ``memory-history.json`` that builder wrote); the
 default, ``bench/data/h100-libamm-history.json`` from an H100 host, reproduces that host's
 cold runs (``-j5`` 60.7 s against 60.2 s measured, cold 1.22× against 1.23×, 29 against 31
-job-seconds paused); ``bench/data/h200-libamm-history.json`` (TUs half as long, which the
-priors' CPU times overrate) did not.
+job-seconds paused); ``bench/data/h200-libamm-history.json`` is an H200 host's (TUs half as
+long, which the priors' CPU times overrate) and replays that host, not the H100 ones.
 
     python bench/noisy_replay.py [--spread 0.15] [--seeds 100] [--fixed 5] [--cap 6GiB]
                                  [--history FILE]
