@@ -14,7 +14,7 @@ from tests.conftest import REPO
 def test_noisy_replay_stays_under_the_cap_and_keeps_up_with_j5() -> None:
     # the H200 host's jobs and their spread, on which the pause fixes were measured
     out = subprocess.run([sys.executable, str(REPO / "bench" / "noisy_replay.py"),
-                          "--seeds", "20", "--spread", "0.12", "--history",
+                          "--seeds", "20", "--spread", "0.12", "--exact-history", "--history",
                           str(REPO / "bench" / "data" / "h200-libamm-history.json")],
                          capture_output=True, text=True, check=True, timeout=300).stdout
     rows = {m.group(1): (float(m.group(2)), float(m.group(3)), int(m.group(4)))
