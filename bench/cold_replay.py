@@ -3,7 +3,7 @@
 
 Each job's true peak, CPU time and memory curve come from a history measured by builder
 (``--history``; default ``bench/data/h200-libamm-history.json``, the GPU machine).  The
-replay runs what the broker runs — :func:`policy.admit` every tick, estimates from the
+replay runs what the broker runs — :func:`admission.admit` every tick, estimates from the
 recipe (:func:`estimate.estimate`, globs and umbrella headers scanned from
 ``sources/libamm``), learning from finished siblings (:class:`broker.Learned`,
 :func:`broker.relearn`) — on a virtual clock where every job runs at one CPU second
@@ -29,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from builder.memory.admission import admit  # noqa: E402
 from builder.memory.estimate import (  # noqa: E402
     Estimate,
     estimate,
@@ -36,7 +37,7 @@ from builder.memory.estimate import (  # noqa: E402
     scan_includes,
 )
 from builder.memory.jobs import LAUNCHER_BYTES, Learned, relearn  # noqa: E402
-from builder.memory.policy import Job, Model, Running, admit, curve_at  # noqa: E402
+from builder.memory.policy import Job, Model, Running, curve_at  # noqa: E402
 from builder.recipe.recipeset import load_recipe  # noqa: E402
 from builder.recipe.validate import parse_size  # noqa: E402
 from builder.resolve.request import MIN_RESERVE  # noqa: E402
@@ -79,7 +80,8 @@ def replay(truth: Truth, estimates: dict[str, Estimate], budget: int, slots: int
     replay has no backstop: the most held says whether it would have had to act)."""
     files = [f for f in NINJA_ORDER if f in truth]
     jobs = {f: Job(f, e.peak if speculate and not e.cpu else e.reserve, n,
-                   e.seconds if speculate and not e.cpu else e.cpu, curve=e.curve)
+                   e.seconds if speculate and not e.cpu else e.cpu, curve=e.curve,
+                   speculative=speculate and not e.cpu)
             for n, (f, e) in enumerate((f, estimates[f]) for f in files)}
     waiting = list(files)
     running: dict[str, tuple[Job, float]] = {}  # file → (job as admitted, start)
@@ -98,7 +100,8 @@ def replay(truth: Truth, estimates: dict[str, Estimate], budget: int, slots: int
             reserve = new.reserve if learn_margin is None else int(new.peak * learn_margin)
             jobs[f] = replace(jobs[f], estimate=reserve, seconds=new.cpu, curve=new.curve,
                               span=new.span)
-        view = {f: Running(j.estimate, st, j.seconds, 1, now - st, curve=j.curve, span=j.span)
+        view = {f: Running(j.estimate, st, j.seconds, 1, now - st, curve=j.curve, span=j.span,
+                             speculative=j.speculative)
                 for f, (j, st) in running.items()}
         candidates = [jobs[f] for f in waiting if not (f == hold and not known)]
         overhead = LAUNCHER_BYTES * (len(waiting) + len(running))

@@ -9,7 +9,7 @@ Each seed draws every job's CPU time from ``[1 − spread, 1 + 1.3 × spread]`` 
 measured time (slower more often than faster, as measured); each job holds
 ``peak × curve(progress)``; the broker's loop runs on a virtual clock every 50 ms: the
 backstop on the build's summed memory (:func:`backstop.react`), then every 100 ms the guard
-(:func:`guard.guard`) and admission (:func:`policy.admit`), with the job's reported memory.
+(:func:`guard.guard`) and admission (:func:`admission.admit`), with the job's reported memory.
 It prints, over the seeds, builder's wall time over ``-jN``'s for a build with history and
 a cold one, the seconds jobs spent paused, the freezes and requeues, and how often the
 summed memory passed the cap (for ``-jN``: how often it would have had to be lucky).
@@ -40,11 +40,12 @@ from pathlib import Path
 
 from cold_replay import NINJA_ORDER, REPO, Truth, held, load_truth
 
+from builder.memory.admission import admit
 from builder.memory.backstop import JobView, react
 from builder.memory.estimate import Estimate, estimate, ramp_model, scan_includes
 from builder.memory.guard import guard
 from builder.memory.jobs import LAUNCHER_BYTES, Learned, relearn
-from builder.memory.policy import Job, Running, admit
+from builder.memory.policy import Job, Running
 from builder.recipe.recipeset import load_recipe
 from builder.recipe.validate import parse_size
 from builder.resolve.request import MIN_RESERVE
@@ -92,7 +93,7 @@ def build(truth: Truth, estimates: dict[str, Estimate], actual: dict[str, float]
     """One build through the broker's loop (the backstop watching, as on the GPU machine)."""
     model = replace(ramp_model(), fast=ramp_model().watched_fast)
     jobs = {f: (Job(f, e.reserve, n, e.cpu, curve=e.curve, span=e.span) if e.cpu else
-                Job(f, e.peak, n, e.seconds))  # never measured: speculative
+                Job(f, e.peak, n, e.seconds, speculative=True))  # never measured
             for n, (f, e) in enumerate((f, estimates[f]) for f in NINJA_ORDER)}
     waiting = list(NINJA_ORDER)
     running: dict[str, _Job] = {}
@@ -135,7 +136,7 @@ def build(truth: Truth, estimates: dict[str, Estimate], actual: dict[str, float]
         if step % 2 == 0:
             view = {f: Running(r.job.estimate, r.start + r.stopped, r.job.seconds, 1, r.cpu,
                                int(mem(f, r)), r.paused, curve=r.job.curve, rss_cpu=r.cpu,
-                               span=r.job.span, since=r.start)
+                               span=r.job.span, since=r.start, speculative=r.job.speculative)
                     for f, r in running.items()}
             if view:
                 stop = guard(view, budget, now, model, overhead)

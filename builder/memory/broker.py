@@ -2,7 +2,7 @@
 
 A thread in the ``builder build`` process listens on a Unix socket.  Each launcher
 connection is one job: ``acquire`` (the broker estimates the job and queues it),
-a ``grant`` when :func:`policy.admit` says so, ``progress`` reports (CPU seconds and
+a ``grant`` when :func:`admission.admit` says so, ``progress`` reports (CPU seconds and
 RSS of the compiler's tree) while it runs, ``pause``/``resume`` commands from the
 broker when :func:`guard.guard` says so, then ``done`` with the measured peak and
 CPU time.  A scheduler thread re-runs guard and admission every ``tick`` while jobs
@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from builder.memory import backstop
+from builder.memory.admission import admit
 from builder.memory.estimate import DEVICE_SUFFIXES, Estimate, ramp_model
 from builder.memory.guard import guard
 from builder.memory.history import History
 from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
-from builder.memory.policy import Job, Model, admit, ahead_of, envelope, released, sped_up
+from builder.memory.policy import Job, Model, ahead_of, envelope, released, sped_up
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
 
@@ -340,7 +341,7 @@ class Broker:
                 rec, seen, cpu, curve = self._estimate(msg)
                 with self.cond:
                     job = Job(rec.id, rec.reserve, self._n, cpu, seen.threads, self._share(),
-                              curve, link=seen.link)
+                              curve, link=seen.link, speculative=rec.speculative)
                     self.records.append(rec)
                     if rec.retry:
                         self.exclusive.add(rec.id)

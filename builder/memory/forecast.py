@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from builder.memory.policy import Job, Model, Running, admit, envelope
+from builder.memory.admission import admit
+from builder.memory.policy import Job, Model, Running, envelope
 
 __all__ = ["Prediction", "simulate"]
 

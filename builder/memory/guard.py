@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from builder.memory.policy import Envelope, Model, Running, demand, envelope
+from builder.memory.policy import Envelope, Model, Running, demand, envelope, room_of
 
 __all__ = ["NEAR_PEAK", "STALE", "guard"]
 
@@ -29,7 +29,8 @@ def guard(running: Mapping[str, Running], budget: int, now: float,
     (overdue, or about to end) is never paused: that frees nothing and holds its memory
     longer — a guard that paused the youngest jobs by their bounds alone left two TUs at
     99 % stopped, holding 2.4 GB, while a new one compiled for 10 s.  The oldest job
-    always runs."""
+    always runs.  A speculative job runs within the budget and its bet, as admitted
+    (:func:`.policy.room_of`)."""
     model = model or Model()
     room = budget - overhead
     later = now + model.horizon
@@ -42,9 +43,10 @@ def guard(running: Mapping[str, Running], budget: int, now: float,
         held = paused | set(order[k + 1:])  # younger ones held where they are
         view = [_frozen(envs[j], now, running[j].rss) if j in held else envs[j]
                 for j in order]
-        ahead = sum(e.ahead(later) for e in view) <= room
+        mine = room_of(room, running[i].speculative, model)  # a speculative job's bet
+        ahead = sum(e.ahead(later) for e in view) <= mine
         if running[i].paused:
-            if not (ahead and demand(view) <= room):
+            if not (ahead and demand(view) <= mine):
                 paused.add(i)
         # pausing a job that no longer grows frees nothing and delays its end
         elif not ahead and _growing(running[i], envs[i], now, later):

@@ -164,7 +164,8 @@ class Live:
             cpu = self.cpu + max(0.0, active - self.cpu_active) * max(self.threads, 1)
         return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
                        self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
-                       span=self.span, since=self.started, top=self.top, fall=self.fall)
+                       span=self.span, since=self.started, top=self.top, fall=self.fall,
+                       speculative=self.rec.speculative)
 
     def account(self, env: Envelope, now: float) -> None:
         """Add the time since the last scheduling tick to the record's ``above`` or

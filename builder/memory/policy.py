@@ -46,16 +46,12 @@ its peak until it really ends.  Without a measured C (cold builds: recipe values
 and priors give no trustworthy time) a job holds its peak for its whole life:
 plain peak reservation.
 
-**Admission** (:func:`admit`).  A waiting job starts when the sum of the running
-jobs' bounds and its own stays within the budget (less ``overhead``: the launchers'
-own memory) at *every* future instant, each job counted until its predicted end.
-Bounds only rise until their job ends, so it is enough to check just before each
-predicted end and at infinity.  The caller re-runs admission every ``tick`` while
-jobs wait: a job may become admissible just because time passed.  Links first, then
-largest first (:func:`by_size`: jobs within 10 % of each other in arrival order), smaller
-jobs backfill; a job predicted above the budget (or a retry after an OOM kill) waits for
-the machine to drain and runs alone with the low-memory flag tier; at most ``slots``
-jobs run; nothing new starts while a job is paused.
+**Admission** (:func:`.admission.admit`).  A waiting job starts when the sum of the
+running jobs' bounds and its own stays within the budget (less ``overhead``: the
+launchers' own memory) at *every* future instant, each job counted until its predicted
+end — a *speculative* job (one never measured, admitted on its prior's time while the
+backstop watches the build's memory) within the budget and ``bet`` more.  Links first,
+then largest first, smaller jobs backfill (:mod:`.admission`).
 
 **The guard** (:func:`.guard.guard`), run with admission every ``tick``.  Admission relies
 on predicted ends; a job that runs late (more CPU than measured, or less CPU share
@@ -88,27 +84,24 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 __all__ = [
     "INF",
-    "LONG",
-    "SAME_SIZE",
     "Envelope",
-    "Grant",
     "Job",
+    "Load",
     "Model",
     "Running",
-    "admit",
     "ahead_of",
-    "by_size",
     "curve_at",
     "demand",
     "envelope",
     "progress",
     "released",
     "rising",
+    "room_of",
     "sped_up",
     "upper",
 ]
@@ -130,6 +123,10 @@ class Model:
     #: ``fast`` while the backstop watches the build's measured memory (a job faster than
     #: its history then costs a freeze, never an OOM kill)
     watched_fast: float = 0.95
+    #: share of the budget a speculative job (never measured: admitted on its prior's time,
+    #: only while the backstop keeps the measured memory within the budget itself) may be
+    #: planned above it: jobs started together on a guessed time do not peak together
+    bet: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -145,6 +142,7 @@ class Job:
     curve: tuple[float, ...] = ()  # its measured memory curve (:func:`curve_at`); (): none
     span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
     link: bool = False  # a link: ready only once its inputs are built, and others wait on it
+    speculative: bool = False  # never measured: admitted on its prior's time (``Model.bet``)
 
 
 @dataclass(frozen=True)
@@ -166,13 +164,7 @@ class Running:
     top: int = 0  # the most live memory it reported so far
     #: the most its siblings held after their single peaks (``jobs.Learned.fall``); 0: none
     fall: float = 0.0
-
-
-@dataclass(frozen=True)
-class Grant:
-    job: Job
-    alone: bool = False  # runs with nothing else (predicted above the budget, or a retry)
-    lowmem: bool = False  # add the low-memory flag tier
+    speculative: bool = False  # admitted on its prior's time (``Model.bet``)
 
 
 def curve_at(curve: Sequence[float], x: float) -> float:
@@ -334,15 +326,21 @@ def sped_up(model: Model, speed: float) -> Model:
     return replace(model, fast=1.0 / (speed * 1.05))
 
 
+def room_of(room: float, speculative: bool, model: Model) -> float:
+    """The memory a check of a job may plan with: ``room``, and :attr:`Model.bet` of it
+    more for a speculative job (admission and the guard alike)."""
+    return room * (1.0 + model.bet) if speculative else room
+
+
 def demand(envs: Sequence[Envelope]) -> float:
     """Most memory the jobs of ``envs`` may hold together at any instant from now on.
 
     Each bound only rises until its job's end, so the sum only rises between ends: its
     maximum is just before some end, or at infinity (the jobs that never end)."""
-    return _Load(envs).with_(None)
+    return Load(envs).with_(None)
 
 
-class _Load:
+class Load:
     """:func:`demand` of a set of bounds, precomputed so that adding one candidate
     costs O(n), not O(n²) (admission tries many candidates against the same set)."""
 
@@ -363,84 +361,3 @@ class _Load:
             worst = max(worst, c.ahead(c.end) + sum(f.ahead(c.end) for f in self.envs
                                                     if f.end >= c.end))
         return worst
-
-
-def _as_running(r: int | Running) -> Running:
-    return r if isinstance(r, Running) else Running(int(r))
-
-
-#: estimates within this fraction of a larger one's count as the same size (:func:`by_size`)
-SAME_SIZE = 0.10
-#: a job expected to run this many times its band's median goes first (:func:`by_size`)
-LONG = 1.5
-
-
-def by_size(waiting: Sequence[Job]) -> list[Job]:
-    """Links first (short, and the rest of the build waits on them: under largest-first
-    they ran one by one at the end), then largest first; jobs of about the same size
-    (within :data:`SAME_SIZE` of the largest of their band) in the build tool's order —
-    except the band's long ones, which go first, longest first.  A few MB of estimate
-    between two torch TUs say nothing, and ninja's order follows its graph: strict
-    largest-first let one TU wait behind every later one, and ordering a band by its
-    measured CPU times (17.6-23.4 s for alike libamm TUs, run-to-run noise) started
-    the TU that the library's link waited for last.  A job measured at :data:`LONG` × its
-    band's median or more is no noise: started late, it is the build's tail (an nvcc TU of
-    163 s CPU among TUs of ~85 s, started 11th of 12, ran alone for the build's last 28 s)."""
-    out = sorted((j for j in waiting if j.link), key=lambda j: j.order)
-    ranked = sorted((j for j in waiting if not j.link), key=lambda j: (-j.estimate, j.order))
-    while ranked:
-        top = ranked[0].estimate
-        band = [j for j in ranked if j.estimate >= top * (1 - SAME_SIZE)]
-        ranked = ranked[len(band):]
-        known = sorted(_duration(j) for j in band if j.seconds > 0)
-        typical = known[len(known) // 2] if known else INF
-        long = sorted((j for j in band if j.seconds > 0 and _duration(j) >= LONG * typical),
-                      key=lambda j: (-_duration(j), j.order))
-        first = {j.id for j in long}
-        out.extend(long)
-        out.extend(sorted((j for j in band if j.id not in first), key=lambda j: j.order))
-    return out
-
-
-def _duration(job: Job) -> float:
-    """Seconds ``job`` is expected to run (its CPU time over the threads it can use)."""
-    return max(job.seconds, job.span) / max(job.threads, 1)
-
-
-def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: int,
-          slots: int, exclusive: frozenset[str] = frozenset(), now: float = 0.0,
-          model: Model | None = None, overhead: int = 0) -> list[Grant]:
-    """Jobs of ``waiting`` to start now.  ``running`` maps job id → :class:`Running`
-    (or bytes reserved for its whole life); ``exclusive`` are ids that must run
-    alone (e.g. retried after an OOM kill); ``overhead`` is memory used besides the
-    jobs (their launchers)."""
-    model = model or Model()
-    runs = [_as_running(r) for r in running.values()]
-    if any(r.paused for r in runs):
-        return []  # paused jobs go first
-    grants: list[Grant] = []
-    load = _Load([envelope(r, now, model) for r in runs])
-    room = budget - overhead
-    busy = len(runs)
-    #: a shape that did not fit will not fit now
-    failed: set[tuple[int, float, int, float, tuple[float, ...], float]] = set()
-    for job in by_size(waiting):
-        if busy >= slots:
-            break
-        if job.id in exclusive or job.estimate > budget:
-            if busy == 0:
-                grants.append(Grant(job, alone=True, lowmem=True))
-            # else drain: start nothing else until the machine is free for it
-            return grants
-        shape = (job.estimate, job.seconds, job.threads, job.share, job.curve, job.span)
-        if shape in failed:
-            continue
-        env = envelope(Running(job.estimate, now, job.seconds, job.threads, 0.0,
-                               share=job.share, curve=job.curve, span=job.span), now, model)
-        if load.with_(env) <= room:
-            grants.append(Grant(job))
-            load = _Load([*load.envs, env])
-            busy += 1
-        else:
-            failed.add(shape)
-    return grants

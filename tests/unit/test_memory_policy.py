@@ -8,6 +8,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.memory.admission import admit, by_size
 from builder.memory.estimate import (
     _history_reserve,
     _priors,
@@ -25,9 +26,7 @@ from builder.memory.policy import (
     Job,
     Model,
     Running,
-    admit,
     ahead_of,
-    by_size,
     curve_at,
     demand,
     envelope,

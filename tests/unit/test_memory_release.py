@@ -10,6 +10,7 @@ import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from builder.memory.admission import admit
 from builder.memory.broker import Broker, BrokerConfig
 from builder.memory.estimate import estimate
 from builder.memory.guard import guard
@@ -20,7 +21,6 @@ from builder.memory.policy import (
     Job,
     Model,
     Running,
-    admit,
     after_peak,
     envelope,
     released,
