@@ -45,7 +45,7 @@ from builder.memory.backstop import JobView, react
 from builder.memory.estimate import Estimate, estimate, ramp_model, scan_includes
 from builder.memory.guard import guard
 from builder.memory.jobs import LAUNCHER_BYTES, Learned, relearn
-from builder.memory.policy import Job, Running
+from builder.memory.policy import Job, Running, build_speed, sped_up
 from builder.recipe.recipeset import load_recipe
 from builder.recipe.validate import parse_size
 from builder.resolve.request import MIN_RESERVE
@@ -91,7 +91,8 @@ def fixed(truth: Truth, actual: dict[str, float], n: int) -> tuple[float, float]
 def build(truth: Truth, estimates: dict[str, Estimate], actual: dict[str, float],
           budget: int, slots: int) -> Outcome:
     """One build through the broker's loop (the backstop watching, as on the GPU machine)."""
-    model = replace(ramp_model(), fast=ramp_model().watched_fast)
+    base = replace(ramp_model(), fast=ramp_model().watched_fast)
+    model, speed = base, 1.0
     jobs = {f: (Job(f, e.reserve, n, e.cpu, curve=e.curve, span=e.span) if e.cpu else
                 Job(f, e.peak, n, e.seconds, speculative=True))  # never measured
             for n, (f, e) in enumerate((f, estimates[f]) for f in NINJA_ORDER)}
@@ -138,6 +139,8 @@ def build(truth: Truth, estimates: dict[str, Estimate], actual: dict[str, float]
                                int(mem(f, r)), r.paused, curve=r.job.curve, rss_cpu=r.cpu,
                                span=r.job.span, since=r.start, speculative=r.job.speculative)
                     for f, r in running.items()}
+            speed = max(speed, build_speed(view.values()))  # as the broker does
+            model = sped_up(base, speed)
             if view:
                 stop = guard(view, budget, now, model, overhead)
                 for f, r in running.items():

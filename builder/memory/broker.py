@@ -31,7 +31,7 @@ from builder.memory.history import History
 from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
-from builder.memory.policy import Job, Model, ahead_of, envelope, released, sped_up
+from builder.memory.policy import Job, Model, build_speed, envelope, released, sped_up
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
 
@@ -55,7 +55,8 @@ class Broker:
         #: estimate group → what its jobs measured in this build (:class:`Learned`)
         self.learned: dict[str, Learned] = {}
         self._estimates: dict[str, Estimate] = {}  # waiting job id → its first estimate
-        #: most any job went faster than its measured curve in this build (policy.ahead_of)
+        #: the most the running jobs went faster than their curves in this build
+        #: (policy.build_speed)
         self.speed = 1.0
         self._burst = 0.0  # when the first job arrived on an idle broker
         self._sock: socket.socket | None = None
@@ -222,7 +223,7 @@ class Broker:
     def _by_policy(self) -> None:
         now = self.now()
         view = {i: live.view(now) for i, live in self.running.items()}
-        self.speed = max([self.speed, *(ahead_of(r) for r in view.values())])
+        self.speed = max(self.speed, build_speed(view.values()))
         model = self._model()
         for i, live in self.running.items():  # why jobs count at their peaks, for the report
             live.account(envelope(view[i], now, model), now)

@@ -29,7 +29,9 @@ each twentieth of its CPU time, in its last builds; :func:`rising`: the most up 
 point) the bound is ``peak × rising(c / (fast × C))`` instead — much tighter: a torch TU
 holds about half its peak at 40 % of its CPU time, where the ramp allows 80 %.  A job
 whose memory proves it further along its curve than its CPU time says (:func:`ahead_of`)
-shrinks ``fast`` for the whole build (:func:`sped_up`).  A job whose curve falls after a
+counts at its peak once its memory passes its bound; when most running jobs are ahead
+(:func:`build_speed`), ``fast`` shrinks for
+the whole build (:func:`sped_up`).  A job whose curve falls after a
 single peak (nvcc: its cicc runs, then a host compile at a fifth of that), once its
 memory was seen at that peak and below it again, is bounded by what its curve holds
 after the peak until it ends (:func:`released`): what lets the next nvcc job start while
@@ -84,7 +86,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 __all__ = [
@@ -95,6 +97,7 @@ __all__ = [
     "Model",
     "Running",
     "ahead_of",
+    "build_speed",
     "curve_at",
     "demand",
     "envelope",
@@ -309,13 +312,31 @@ def ahead_of(job: Running) -> float:
     reported memory proves it has passed, over the progress its CPU time gives (≤ 1 on
     its curve; larger when its history was measured on a busier machine).  A job above its
     peak estimate is not faster but larger (its own bound then counts what it holds)."""
-    if not job.curve or job.seconds <= 0 or job.rss <= 0 or job.rss_cpu < 0.1 * job.seconds \
-            or job.rss > job.estimate:
+    if not _tells_speed(job):
         return 1.0
     curve = rising(job.curve)
     n = len(curve)
     passed = next((k for k, y in enumerate(curve) if job.estimate * y >= job.rss), n)
     return (passed / n) / (job.rss_cpu / job.seconds)
+
+
+def _tells_speed(job: Running) -> bool:
+    """Whether ``job``'s report says how fast it goes along its curve: it has one, has used
+    a tenth of its CPU time, and holds no more than its estimate."""
+    return bool(job.curve) and job.seconds > 0 and 0 < job.rss <= job.estimate \
+        and job.rss_cpu >= 0.1 * job.seconds and not job.speculative
+
+
+def build_speed(jobs: Iterable[Running]) -> float:
+    """How much faster than their curves the build's jobs go: :func:`ahead_of` of the
+    middle one (the upper one of two) among the running jobs whose reports tell; 1.0 when
+    none does.  A history measured on a busier machine shows in most jobs; one TU faster
+    than in its last build is run-to-run noise (±15-20 % of CPU time for alike TUs on the
+    GPU hosts), and its own bound already counts it at its peak once its memory passes
+    that bound (:func:`envelope`).  The fastest job used to set the speed for the whole
+    build: every bound jumped at once, and the guard paused four TUs of five for 10 s."""
+    seen = sorted(ahead_of(j) for j in jobs if _tells_speed(j))
+    return seen[len(seen) // 2] if seen else 1.0
 
 
 def sped_up(model: Model, speed: float) -> Model:

@@ -27,6 +27,7 @@ from builder.memory.policy import (
     Model,
     Running,
     ahead_of,
+    build_speed,
     curve_at,
     demand,
     envelope,
@@ -270,7 +271,7 @@ def run_world(jobs: list[FakeJob], budget: int, slots: int, *, model: Model | No
                 j.live.cpu, j.live.cpu_active, j.live.rss = j.reported[1], j.reported[0], \
                     j.reported[2]
             view = {i: j.live.view(now) for i, j in running.items() if j.live}
-            speed = max([speed, *(ahead_of(r) for r in view.values())])
+            speed = max(speed, build_speed(view.values()))
             model = sped_up(base, speed)
             if use_guard and view:
                 stop = guard(view, budget, now, model)
@@ -531,6 +532,30 @@ def test_a_job_ahead_of_its_curve_slows_admission_down() -> None:
                             rss_cpu=0.5)) == 1.0  # too early to tell
     assert ahead_of(Running(GiB, 0.0, 10.0, cpu=5.0, rss=2 * GiB, curve=curve,
                             rss_cpu=5.0)) == 1.0  # larger than estimated, not faster
+
+
+def test_one_job_faster_than_its_last_build_does_not_slow_the_whole_build() -> None:
+    # five TUs with their curves: one 20 % faster than its history (run-to-run noise on the
+    # GPU hosts), four on their curves.  The build's speed is the middle job's: the model
+    # stays as it is, and the fast one counts at its peak by its own bound.  (The broker
+    # used to take the fastest job's speed: every bound jumped at once, and the guard
+    # paused four TUs of five for 10 s on the H100 host.)
+    m = Model()
+    curve = _measured("torch")
+
+    def at(x: float, speed: float = 1.0) -> Running:
+        return Running(GiB, 0.0, 10.0, cpu=10 * x, rss=int(GiB * _curve("torch", x * speed)),
+                       curve=curve, rss_cpu=10 * x)
+
+    quick = at(0.5, 1.35)
+    assert ahead_of(quick) > 1.2
+    build = [quick, at(0.4), at(0.55), at(0.6), at(0.45)]
+    assert build_speed(build) <= 1.0 and sped_up(m, build_speed(build)) == m
+    assert envelope(quick, 5.0, m).ahead(5.0) == GiB  # its own bound: its peak
+    # a history measured on a busier machine: most jobs ahead, and the model tightens
+    busy = [at(0.5, 1.35), at(0.4, 1.4), at(0.55, 1.3), at(0.6), at(0.45)]
+    assert build_speed(busy) > 1.2 and sped_up(m, build_speed(busy)).fast < m.fast
+    assert build_speed([]) == 1.0 and build_speed([at(0.05, 2.0)]) == 1.0  # too early
 
 
 def test_history_counts_agreeing_peaks_for_a_smaller_margin(tmp_path: Path) -> None:
