@@ -9,20 +9,22 @@ Each seed draws every job's CPU time from ``[1 − spread, 1 + 1.3 × spread]`` 
 measured time (slower more often than faster, as measured); each job holds
 ``peak × curve(progress)``; the broker's loop runs on a virtual clock every 50 ms: the
 backstop on the build's summed memory (:func:`backstop.react`), then every 100 ms the guard
-(:func:`guard.guard`) and admission (:func:`admission.admit`), with the job's reported memory.
-It prints, over the seeds, builder's wall time over ``-jN``'s for a build with history and
+(:func:`guard.guard`) and admission (:func:`admission.admit`), with the job's reported memory
+and the build's speed (:func:`policy.build_speed`), as the broker runs them.  It prints, over the seeds, builder's wall time over ``-jN``'s for a build with history and
 a cold one, the seconds jobs spent paused, the freezes and requeues, and how often the
 summed memory passed the cap (for ``-jN``: how often it would have had to be lucky).
 
 The build "with history" plans with the CPU times of an earlier build, drawn like the
 build's own (``--exact-history``: each job's true time, which overrates what a history
-knows: with it builder with history replays at 1.00× ``-j5``, without at 1.06×; the H100
-host measured 1.19×).
+knows: with it builder with history replays at 1.00× ``-j5``, without at 1.05–1.08×; the
+H100 hosts measured 1.19× and, with the build's speed by its middle job, 1.07×).  Cold jobs
+are admitted speculatively, with the bet (:mod:`builder.memory.admission`): 1.08–1.10×
+over 30–100 seeds, 1.22× without it (host A measured 1.02×, host B 1.17×).
 
 ``--history`` is the measured jobs (a ``memory-history.json`` that builder wrote); the
-default, ``bench/data/h100-libamm-history.json`` from an H100 host, reproduces that host's
-cold runs (``-j5`` 60.7 s against 60.2 s measured, cold 1.22× against 1.23×, 29 against 31
-job-seconds paused); ``bench/data/h200-libamm-history.json`` is an H200 host's (TUs half as
+default, ``bench/data/h100-libamm-history.json`` from an H100 host, reproduced that host's
+cold runs before the bet (``-j5`` 60.7 s against 60.2 s measured, cold 1.22× against 1.23×,
+29 against 31 job-seconds paused); ``bench/data/h200-libamm-history.json`` is an H200 host's (TUs half as
 long, which the priors' CPU times overrate) and replays that host, not the H100 ones.
 
     python bench/noisy_replay.py [--spread 0.15] [--seeds 100] [--fixed 5] [--cap 6GiB]

@@ -21,14 +21,14 @@
 # torch/extension.h TU ~65 s at ~5.4 GB) at its default 16GiB: -j5 killed within ~90 s, -j3
 # ~250 s, builder cold ~330 s.  --repeats N runs every fixed -jN *and* builder's cold build
 # N times (the targets compare medians).  Pieces that fit one command each (≤ 10 min):
-#   1) libamm fixed:5,cold --cap 6GiB --repeats 3         ~7.5 min
-#   2) libamm history --cap 6GiB --history-runs 3         ~4.5 min (same warm machine: the
+#   1) libamm fixed:5,cold --cap 6GiB --repeats 3         8.3-8.7 min (2026-11-25)
+#   2) libamm history --cap 6GiB --history-runs 3         4.2-4.6 min (same warm machine: the
 #                                                         history is in $WORK)
 #   3) libamm fixed:4,fixed:6 --cap 6GiB --repeats 2      ~3 min
 #   4) nvcc fixed:5                                       killed within ~1.5 min
 #   5) nvcc fixed:3 --repeats 2, then fixed:3             ~8.5 + 4.5 min
-#   6) nvcc cold                                          ~4.5 min each
-#   7) nvcc history                                       ~4 min (after 6, same machine)
+#   6) nvcc cold                                          ~4.5 min each (fixed:3,cold: 8 min)
+#   7) nvcc history                                       ~3.7 min (after 6, same machine)
 # -j1 of either does not fit well (libamm ~4 min, nvcc ~12 min).  A piece that hits the
 # limit leaves the rows it finished; SEED carries results.json to a fresh machine.
 set -uo pipefail
