@@ -67,7 +67,8 @@ its memory longer); a paused job counts at what it last reported, not at its bou
 The oldest running job is never paused, so the build always progresses.
 
 **Guarantees.**  With the guard running at least every ``horizon`` − (reaction
-time) seconds, the jobs' memory stays within the budget less ``overhead`` as long as
+time) seconds, the jobs' memory stays within the budget less ``overhead`` (and ``bet``
+more while speculative jobs run: then the backstop keeps the budget) as long as
 (1) no job's peak exceeds its estimate (history: measured peaks vary < 0.05 % run to
 run; a margin on top) and (2) its RSS at progress c stays under the bound above —
 *whatever the jobs' durations*, however the machine slows some of them: a late job
