@@ -10,9 +10,10 @@ measured time (slower more often than faster, as measured); each job holds
 ``peak × curve(progress)``; the broker's loop runs on a virtual clock every 50 ms: the
 backstop on the build's summed memory (:func:`backstop.react`), then every 100 ms the guard
 (:func:`guard.guard`) and admission (:func:`admission.admit`), with the job's reported memory
-and the build's speed (:func:`policy.build_speed`), as the broker runs them.  It prints, over the seeds, builder's wall time over ``-jN``'s for a build with history and
-a cold one, the seconds jobs spent paused, the freezes and requeues, and how often the
-summed memory passed the cap (for ``-jN``: how often it would have had to be lucky).
+and the build's speed (:func:`policy.build_speed`), as the broker runs them.  It prints,
+over the seeds, builder's wall time over ``-jN``'s for a build with history and a cold
+one, the seconds jobs spent paused, the freezes and requeues, and how often the summed
+memory passed the cap (for ``-jN``: how often it would have had to be lucky).
 
 The build "with history" plans with the CPU times of an earlier build, drawn like the
 build's own (``--exact-history``: each job's true time, which overrates what a history
@@ -24,8 +25,9 @@ over 30–100 seeds, 1.22× without it (host A measured 1.02×, host B 1.17×).
 ``--history`` is the measured jobs (a ``memory-history.json`` that builder wrote); the
 default, ``bench/data/h100-libamm-history.json`` from an H100 host, reproduced that host's
 cold runs before the bet (``-j5`` 60.7 s against 60.2 s measured, cold 1.22× against 1.23×,
-29 against 31 job-seconds paused); ``bench/data/h200-libamm-history.json`` is an H200 host's (TUs half as
-long, which the priors' CPU times overrate) and replays that host, not the H100 ones.
+29 against 31 job-seconds paused); ``bench/data/h200-libamm-history.json`` is an H200
+host's (TUs half as long, which the priors' CPU times overrate) and replays that host, not
+the H100 ones.
 
     python bench/noisy_replay.py [--spread 0.15] [--seeds 100] [--fixed 5] [--cap 6GiB]
                                  [--history FILE]
