@@ -30,8 +30,8 @@ point) the bound is ``peak × rising(c / (fast × C))`` instead — much tighter
 holds about half its peak at 40 % of its CPU time, where the ramp allows 80 %.  A job
 whose memory proves it further along its curve than its CPU time says (:func:`ahead_of`)
 counts at its peak once its memory passes its bound; when most running jobs are ahead
-(:func:`build_speed`), ``fast`` shrinks for
-the whole build (:func:`sped_up`).  A job whose curve falls after a
+(:func:`build_speed`), ``fast`` shrinks for the whole build (:func:`sped_up`).  A job
+whose curve falls after a
 single peak (nvcc: its cicc runs, then a host compile at a fifth of that), once its
 memory was seen at that peak and below it again, is bounded by what its curve holds
 after the peak until it ends (:func:`released`): what lets the next nvcc job start while
@@ -322,8 +322,9 @@ def ahead_of(job: Running) -> float:
 
 
 def _tells_speed(job: Running) -> bool:
-    """Whether ``job``'s report says how fast it goes along its curve: it has one, has used
-    a tenth of its CPU time, and holds no more than its estimate."""
+    """Whether ``job``'s report says how fast it goes along its curve: it has one of its
+    own (a speculative job's is a sibling's), has used a tenth of its CPU time, and holds
+    no more than its estimate."""
     return bool(job.curve) and job.seconds > 0 and 0 < job.rss <= job.estimate \
         and job.rss_cpu >= 0.1 * job.seconds and not job.speculative
 
