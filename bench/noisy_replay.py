@@ -197,20 +197,22 @@ def main() -> int:
                                                      "cpu": cpu[f], "curve": cv})
                 for f, (p, _, cv) in truth.items()}
 
-    runs = {
-        "with history": measured({f: c for f, (_, c, _) in truth.items()}),
-        "cold": {f: estimate(f, includes[f], recipe_globs=recipe.memory.per_file,
-                             recipe_default=recipe.memory.default) for f in truth}}
-    outs: dict[str, list[Outcome]] = {k: [] for k in runs}
+    def drawn(rng: random.Random) -> dict[str, float]:
+        """Each job's CPU time in one build: its measured time, spread as on the hosts."""
+        return {f: c * rng.uniform(1 - args.spread, 1 + 1.3 * args.spread)
+                for f, (_, c, _) in truth.items()}
+
+    exact = measured({f: c for f, (_, c, _) in truth.items()})
+    cold = {f: estimate(f, includes[f], recipe_globs=recipe.memory.per_file,
+                        recipe_default=recipe.memory.default) for f in truth}
+    outs: dict[str, list[Outcome]] = {"with history": [], "cold": []}
     walls, over = [], 0
     for seed in range(args.seeds):
         rng = random.Random(seed)
-        actual = {f: c * rng.uniform(1 - args.spread, 1 + 1.3 * args.spread)
-                  for f, (_, c, _) in truth.items()}
-        if not args.exact_history:  # the history's build took its own, other times
-            runs["with history"] = measured({
-                f: c * rng.uniform(1 - args.spread, 1 + 1.3 * args.spread)
-                for f, (_, c, _) in truth.items()})
+        actual = drawn(rng)
+        # the history's build took its own, other times (unless --exact-history)
+        runs = {"with history": exact if args.exact_history else measured(drawn(rng)),
+                "cold": cold}
         wall, most = fixed(truth, actual, args.fixed)
         walls.append(wall)
         over += int(most > cap)
