@@ -48,6 +48,7 @@ from builder.memory.admission import admit
 from builder.memory.backstop import JobView, react
 from builder.memory.estimate import Estimate, estimate, ramp_model, scan_includes
 from builder.memory.guard import guard
+from builder.memory.history import KEEP_CPUS
 from builder.memory.jobs import LAUNCHER_BYTES, Learned, relearn
 from builder.memory.policy import Job, Running, build_speed, sped_up
 from builder.recipe.recipeset import load_recipe
@@ -183,6 +184,9 @@ def main() -> int:
     ap.add_argument("--exact-history", action="store_true",
                     help="a history of each job's true CPU time (default: of an earlier build "
                     "whose times varied as much)")
+    ap.add_argument("--history-builds", type=int, default=KEEP_CPUS, metavar="K",
+                    help="earlier builds the history measured (its CPU times vary as the "
+                    f"build's; the time model plans with the mean of the last {KEEP_CPUS})")
     args = ap.parse_args()
     truth = load_truth(args.history)
     cap = parse_size(args.cap)
@@ -191,10 +195,13 @@ def main() -> int:
     root = REPO / "sources" / "libamm"
     includes = {f: scan_includes(root / f, (root,)) for f in truth}
 
-    def measured(cpu: dict[str, float]) -> dict[str, Estimate]:
-        """Estimates from a history whose builds took ``cpu`` (peaks and curves as true)."""
-        return {f: estimate(f, includes[f], history={"peak": p, "prev_peak": p, "runs": 2,
-                                                     "cpu": cpu[f], "curve": cv})
+    def measured(*builds: dict[str, float]) -> dict[str, Estimate]:
+        """Estimates from a history of ``builds`` (each job's CPU times, the last one
+        last: a record keeps ``KEEP_CPUS`` of them); peaks and curves as true."""
+        return {f: estimate(f, includes[f], history={
+                    "peak": p, "prev_peak": p, "runs": len(builds) + 1,
+                    "cpu": builds[-1][f], "cpus": [b[f] for b in builds][-KEEP_CPUS:],
+                    "curve": cv})
                 for f, (p, _, cv) in truth.items()}
 
     def drawn(rng: random.Random) -> dict[str, float]:
@@ -211,7 +218,8 @@ def main() -> int:
         rng = random.Random(seed)
         actual = drawn(rng)
         # the history's build took its own, other times (unless --exact-history)
-        runs = {"with history": exact if args.exact_history else measured(drawn(rng)),
+        earlier = [drawn(rng) for _ in range(args.history_builds)]
+        runs = {"with history": exact if args.exact_history else measured(*earlier),
                 "cold": cold}
         wall, most = fixed(truth, actual, args.fixed)
         walls.append(wall)

@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from builder.memory.history import typical_cpu
 from builder.memory.policy import Model, after_peak, rising, upper
 from builder.resources import data_table
 
@@ -212,14 +213,14 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
         # a device compile's own measured curve — the running maximum of what it held —
         # bounds its early peaks too; only the generic ramp does not
         curve = _curve(history)
-        cpu = float(history.get("cpu", 0.0)) if timed or curve else 0.0
+        cpu = typical_cpu(history) if timed or curve else 0.0
         curve = curve if cpu else ()
         return Estimate(peak, float(history.get("seconds", base.seconds)), "history",
                         reserve, cpu, curve=curve, family=family)
     if history_file:
         # another flag set's measurement (or, in ``builder plan``, the file's last one)
         peak = int(history_file["peak"])
-        cpu = float(history_file.get("cpu", 0.0)) if timed else 0.0
+        cpu = typical_cpu(history_file) if timed else 0.0
         return Estimate(peak, float(history_file.get("seconds", base.seconds)), "history-file",
                         int(peak * float(margins["recipe"])), cpu,
                         curve=_curve(history_file) if cpu else (), family=family)

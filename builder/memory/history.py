@@ -5,7 +5,9 @@ flag change still start from the file's last measurement.  Each record holds the
 peak (anonymous RSS of the process tree), its memory curve (``launcher.curve_of``),
 wall and CPU seconds (CPU time is the time model's clock,
 see ``policy.py``: a loaded machine stretches wall time, not work) and how many
-successive measurements there were, with the previous peak.
+successive measurements there were, with the previous peak.  The CPU times of the last
+:data:`KEEP_CPUS` successive measurements are kept too (``cpus``): the time model plans
+with their mean (:func:`typical_cpu`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["History", "flags_hash", "job_key"]
+__all__ = ["KEEP_CPUS", "History", "flags_hash", "job_key", "typical_cpu"]
+
+#: successive CPU times a record keeps (``cpus``).  One build's CPU time of a TU is noise:
+#: alike libamm TUs took ±15 % of their time from one build to the next on the GPU hosts,
+#: so a job planned on its last time ran ahead of its curve (held at its peak) or past its
+#: end (overdue) in most builds.  Replayed (``bench/noisy_replay.py --history-builds``):
+#: planned on the mean of the last 3, builds with history took 1.04× ``-j5`` instead of
+#: 1.06× and paused jobs for 6 job-seconds instead of 15; on the mean of 5, no better.
+KEEP_CPUS = 3
+
+
+def typical_cpu(rec: dict[str, Any]) -> float:
+    """CPU seconds to plan ``rec``'s job with: the mean of its last successive measured
+    CPU times (``cpus``), or its one ``cpu``; 0.0: none measured."""
+    cpus = [float(c) for c in rec.get("cpus", ()) if float(c) > 0]
+    return sum(cpus) / len(cpus) if cpus else float(rec.get("cpu", 0.0))
 
 
 def job_key(file: str, flags_hash: str, compiler: str) -> str:
@@ -59,7 +76,8 @@ class History:
         """One compile's measurement: its peak, wall and CPU seconds and memory curve.
         ``runs`` counts successive measurements of the same job and ``prev_peak`` and
         ``prev_curve`` keep the one before, so that a peak seen twice alike can get a
-        smaller margin and the curve used is the higher of the two (``estimate.py``)."""
+        smaller margin and the curve used is the higher of the two (``estimate.py``);
+        ``cpus`` keeps the last :data:`KEEP_CPUS` successive CPU times."""
         prev = self.jobs.get(key) or {}
         runs = 1
         if prev and not prev.get("oom") and not oom and prev.get("peak"):
@@ -68,6 +86,8 @@ class History:
                                "oom": oom, "when": time.time(), "runs": runs}
         if cpu > 0:
             rec["cpu"] = round(cpu, 3)
+            before = [float(c) for c in prev.get("cpus", ())] if runs > 1 else []
+            rec["cpus"] = [*before, round(cpu, 3)][-KEEP_CPUS:]
         if curve:
             rec["curve"] = list(curve)
         if runs > 1:

@@ -305,6 +305,7 @@ def parse_history(data: Any) -> dict[str, dict[str, Any]]:
         _opt(r, "oom", boolean, w)
         _opt(r, "curve", _numbers, w)
         _opt(r, "prev_curve", _numbers, w)
+        _opt(r, "cpus", _numbers, w)
     return dict(jobs)
 
 

@@ -43,7 +43,8 @@ VALID: dict[str, Any] = {
                   "dpkg-multiarch|/var/lib/dpkg/status|5:6|x": [["libx-dev", "1.0"]]},
     "memory-history.json": {"version": 1, "jobs": {"ab": {
         "file": "/src/a.cpp", "peak": 100, "seconds": 1.5, "cpu": 1.2, "when": 5.0,
-        "runs": 2, "prev_peak": 99, "oom": False, "curve": [0.1, 0.5, 1.0]}}},
+        "runs": 2, "prev_peak": 99, "oom": False, "curve": [0.1, 0.5, 1.0],
+        "cpus": [1.0, 1.2]}}},
     "step-times.json": {"greet/cpu-release/build": 1.5},
     "last-build.json": {"version": 1, "started": 1.0, "ended": 2.0, "interrupted": False,
                         "host": "h", "budget": 1000, "jobs_slots": 2, "counts": {},

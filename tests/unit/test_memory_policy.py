@@ -8,6 +8,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from builder.memory.admission import admit, by_size
 from builder.memory.estimate import (
     _history_reserve,
@@ -19,7 +21,7 @@ from builder.memory.estimate import (
 )
 from builder.memory.forecast import simulate
 from builder.memory.guard import guard
-from builder.memory.history import History
+from builder.memory.history import History, typical_cpu
 from builder.memory.jobs import JobRecord, Live
 from builder.memory.launcher import curve_of, is_oom, source_of
 from builder.memory.policy import (
@@ -574,7 +576,33 @@ def test_history_counts_agreeing_peaks_for_a_smaller_margin(tmp_path: Path) -> N
     assert third is not None
     assert _history_reserve(third, margins) == (1_200_000_000, int(1_200_000_000 * 1.05))
     est = estimate("a.cpp", (), history=third)
-    assert est.source == "history" and est.cpu == 14.6
+    assert est.source == "history" and third["cpus"] == [14.5, 14.6, 14.6]
+    assert est.cpu == pytest.approx((14.5 + 14.6 + 14.6) / 3)
+
+
+def test_the_time_model_plans_with_the_mean_of_the_last_cpu_times(tmp_path: Path) -> None:
+    """One build's CPU time of a TU is noise (±15 % on the GPU hosts): a record keeps its
+    last ``KEEP_CPUS`` successive times, and the estimate plans with their mean.  A record
+    that restarts its count (after an OOM kill) restarts them; a record of an older builder
+    (``cpu`` alone) still plans with it."""
+    path = tmp_path / "h.json"
+    h = History(path)
+    for cpu in (30.0, 20.0, 22.0, 18.0):
+        h.record("k", "a.cpp", GiB, cpu + 1, cpu=cpu)
+    rec = h.get("k")
+    assert rec is not None and rec["cpus"] == [20.0, 22.0, 18.0] and rec["cpu"] == 18.0
+    assert estimate("a.cpp", (), history=rec).cpu == pytest.approx(20.0)
+    assert estimate("b.cpp", (), history_file=rec).cpu == pytest.approx(20.0)
+    h.save()
+    again = History(path).get("k")  # persisted, and read back through its checks
+    assert again is not None and again["cpus"] == [20.0, 22.0, 18.0]
+    h.record("k", "a.cpp", 2 * GiB, 0.0, oom=True)
+    h.record("k", "a.cpp", GiB, 13.0, cpu=12.0)
+    fresh = h.get("k")
+    assert fresh is not None and fresh["runs"] == 1 and fresh["cpus"] == [12.0]
+    old = {"file": "a.cpp", "peak": GiB, "cpu": 16.0, "runs": 2, "prev_peak": GiB}
+    assert typical_cpu(old) == 16.0 and estimate("a.cpp", (), history=old).cpu == 16.0
+    assert typical_cpu({"file": "a.cpp", "peak": GiB}) == 0.0
 
 
 def test_the_job_report_says_how_long_a_job_counted_at_its_peak_and_why() -> None:
