@@ -15,10 +15,12 @@ over the seeds, builder's wall time over ``-jN``'s for a build with history and 
 one, the seconds jobs spent paused, the freezes and requeues, and how often the summed
 memory passed the cap (for ``-jN``: how often it would have had to be lucky).
 
-The build "with history" plans with the CPU times of an earlier build, drawn like the
-build's own (``--exact-history``: each job's true time, which overrates what a history
-knows: with it builder with history replays at 1.00× ``-j5``, without at 1.05–1.08×; the
-H100 hosts measured 1.19× and, with the build's speed by its middle job, 1.07×).  Cold jobs
+The build "with history" plans with the mean CPU time of ``--history-builds`` earlier
+builds (3, what a history record keeps), each drawn like the build's own: 1.04× ``-j5``
+over 100 seeds, 1.05× planned on one earlier build's times as before session 14 (the H100
+hosts measured 1.19× and, with the build's speed by its middle job, 1.07×; with the mean,
+0.97× on two hosts).  ``--exact-history``: each job's true time, which overrates what a
+history knows (1.00×).  Cold jobs
 are admitted speculatively, with the bet (:mod:`builder.memory.admission`): 1.08–1.10×
 over 30–100 seeds, 1.22× without it (host A measured 1.02×, host B 1.17×).
 

@@ -14,7 +14,8 @@ that start at different moments do not peak together, so peak reservation runs
 fewer jobs than fit (4 where -j5 fits a 6 GiB cap).
 
 **The model.**  A job's memory is bounded by a function of its *progress*, the CPU
-seconds ``c`` it has used of the ``C`` measured for it in an earlier build::
+seconds ``c`` it has used of the ``C`` measured for it in earlier builds (the mean of the
+last three: ``history.typical_cpu``)::
 
     mem(c) ≤ peak × min(1, floor + (1 − floor) × c / (knee × fast × C))
 

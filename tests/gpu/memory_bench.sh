@@ -21,8 +21,8 @@
 # torch/extension.h TU ~65 s at ~5.4 GB) at its default 16GiB: -j5 killed within ~90 s, -j3
 # ~250 s, builder cold ~330 s.  --repeats N runs every fixed -jN *and* builder's cold build
 # N times (the targets compare medians).  Pieces that fit one command each (≤ 10 min):
-#   1) libamm fixed:5,cold --cap 6GiB --repeats 3         8.3-8.7 min (2026-11-25)
-#   2) libamm history --cap 6GiB --history-runs 3         4.2-4.6 min (same warm machine: the
+#   1) libamm fixed:5,cold --cap 6GiB --repeats 3         7.1-9.2 min (2026-11-25)
+#   2) libamm history --cap 6GiB --history-runs 3         3.8-4.6 min (same warm machine: the
 #                                                         history is in $WORK)
 #   3) libamm fixed:4,fixed:6 --cap 6GiB --repeats 2      ~3 min
 #   4) nvcc fixed:5                                       killed within ~1.5 min
