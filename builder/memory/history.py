@@ -24,7 +24,8 @@ __all__ = ["KEEP_CPUS", "History", "flags_hash", "job_key", "typical_cpu"]
 #: so a job planned on its last time ran ahead of its curve (held at its peak) or past its
 #: end (overdue) in most builds.  Replayed (``bench/noisy_replay.py --history-builds``):
 #: planned on the mean of the last 3, builds with history took 1.04× ``-j5`` instead of
-#: 1.06× and paused jobs for 6 job-seconds instead of 15; on the mean of 5, no better.
+#: 1.05× (medians of 100 seeds) and paused jobs for 6 job-seconds instead of 22; on the
+#: mean of 5, no better.
 KEEP_CPUS = 3
 
 
@@ -86,7 +87,9 @@ class History:
                                "oom": oom, "when": time.time(), "runs": runs}
         if cpu > 0:
             rec["cpu"] = round(cpu, 3)
-            before = [float(c) for c in prev.get("cpus", ())] if runs > 1 else []
+            # a record of an older builder kept its one ``cpu``
+            before = [float(c) for c in prev.get("cpus") or [prev.get("cpu", 0.0)]
+                      if float(c) > 0] if runs > 1 else []
             rec["cpus"] = [*before, round(cpu, 3)][-KEEP_CPUS:]
         if curve:
             rec["curve"] = list(curve)

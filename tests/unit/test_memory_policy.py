@@ -602,6 +602,9 @@ def test_the_time_model_plans_with_the_mean_of_the_last_cpu_times(tmp_path: Path
     assert fresh is not None and fresh["runs"] == 1 and fresh["cpus"] == [12.0]
     old = {"file": "a.cpp", "peak": GiB, "cpu": 16.0, "runs": 2, "prev_peak": GiB}
     assert typical_cpu(old) == 16.0 and estimate("a.cpp", (), history=old).cpu == 16.0
+    h.jobs["o"] = dict(old)  # measured again: its one time counts with the new one
+    h.record("o", "a.cpp", GiB, 15.0, cpu=14.0)
+    assert h.jobs["o"]["cpus"] == [16.0, 14.0] and typical_cpu(h.jobs["o"]) == 15.0
     assert typical_cpu({"file": "a.cpp", "peak": GiB}) == 0.0
 
 
