@@ -31,9 +31,15 @@ KEEP_CPUS = 3
 
 def typical_cpu(rec: dict[str, Any]) -> float:
     """CPU seconds to plan ``rec``'s job with: the mean of its last successive measured
-    CPU times (``cpus``), or its one ``cpu``; 0.0: none measured."""
-    cpus = [float(c) for c in rec.get("cpus", ()) if float(c) > 0]
-    return sum(cpus) / len(cpus) if cpus else float(rec.get("cpu", 0.0))
+    CPU times; 0.0: none measured."""
+    times = _cpu_times(rec)
+    return sum(times) / len(times) if times else 0.0
+
+
+def _cpu_times(rec: dict[str, Any]) -> list[float]:
+    """A record's successive measured CPU times: its ``cpus``, or the one ``cpu`` that an
+    older builder kept."""
+    return [float(c) for c in rec.get("cpus") or [rec.get("cpu", 0.0)] if float(c) > 0]
 
 
 def job_key(file: str, flags_hash: str, compiler: str) -> str:
@@ -87,9 +93,7 @@ class History:
                                "oom": oom, "when": time.time(), "runs": runs}
         if cpu > 0:
             rec["cpu"] = round(cpu, 3)
-            # a record of an older builder kept its one ``cpu``
-            before = [float(c) for c in prev.get("cpus") or [prev.get("cpu", 0.0)]
-                      if float(c) > 0] if runs > 1 else []
+            before = _cpu_times(prev) if runs > 1 else []
             rec["cpus"] = [*before, round(cpu, 3)][-KEEP_CPUS:]
         if curve:
             rec["curve"] = list(curve)
