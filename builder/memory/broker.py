@@ -246,6 +246,8 @@ class Broker:
             rec = next(r for r in reversed(self.records) if r.id == g.job.id)
             self.running[g.job.id] = Live(rec, g.job.seconds, g.job.threads, now,
                                           g.job.curve, g.job.span)
+            if rec.group:  # estimated, not measured (``_estimates``)
+                self.running[g.job.id].fall = self._fall(rec)
             self.grants[g.job.id] = (g.alone, g.lowmem)
         self.cond.notify_all()
 
@@ -303,6 +305,14 @@ class Broker:
                                        if g in self.learned)])
         return top if live.rss < top else live.rss * 5 // 4
 
+    def _fall(self, rec: JobRecord) -> float:
+        """What tells when a job never measured is past its single peak (``Live.fall``):
+        what its siblings held after theirs, or — until one of them ended — its prior's
+        fall (``Estimate.fall``: nvcc's host compile after its cicc runs)."""
+        est = self._estimates.get(rec.id)
+        return next((self.learned[g].fall for g in (rec.group, rec.family)
+                     if g in self.learned), est.fall if est is not None else 0.0)
+
     def _learn(self) -> None:
         """Re-estimate waiting jobs from what their group measured in this build
         (:func:`relearn`: a cold build's first TU of a glob tells what its siblings will
@@ -313,9 +323,7 @@ class Broker:
             for g in live.rec.groups:
                 holding[g] = max(holding.get(g, 0), live.rss)
             if not live.rec.source.startswith("history"):  # not measured itself
-                # what its siblings held after their peaks tells when it is past its own
-                live.fall = next((self.learned[g].fall for g in (live.rec.group,
-                                  live.rec.family) if g in self.learned), 0.0)
+                live.fall = self._fall(live.rec)
         for i, job in enumerate(self.waiting):
             est = self._estimates.get(job.id)
             new = relearn(est, self.learned, holding) if est is not None else None

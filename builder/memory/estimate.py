@@ -66,6 +66,9 @@ class Estimate:
     #: the prior of its umbrella header (or the default prior): what a sibling measured
     #: lighter does not lower it below (``jobs.relearn``); 0: none
     floor: int = 0
+    #: a device compile's share of its peak it holds after its single batch of cicc runs
+    #: (``policy.released``), by the priors: its host compile of the same headers; 0: none
+    fall: float = 0.0
 
 
 @cache
@@ -166,7 +169,8 @@ def prior(includes: tuple[str, ...], cuda: bool, nvcc_threads: int = 1,
     compile for ``nvcc_archs`` archs, ``nvcc_threads`` at a time, peaks at the first arch's
     ``nvcc_peak`` plus ``nvcc_arch_peak`` (default ``nvcc_peak``) for every further arch
     compiled at once, and takes ``nvcc_seconds`` plus ``nvcc_arch_seconds`` (default
-    ``nvcc_seconds``) per further arch."""
+    ``nvcc_seconds``) per further arch.  One that compiles all its archs at once falls
+    after that peak to its host compile (``fall``: the header's host ``peak`` over it)."""
     table = _priors()
     margin = float(table["margin"]["prior"])
     row: dict[str, Any] = next((r for r in table["headers"] if r["include"] in includes),
@@ -180,7 +184,10 @@ def prior(includes: tuple[str, ...], cuda: bool, nvcc_threads: int = 1,
     first, secs = int(row["nvcc_peak"]), float(row["nvcc_seconds"])
     peak = first + (together - 1) * int(row.get("nvcc_arch_peak", first))
     secs += (archs - 1) * float(row.get("nvcc_arch_seconds", secs))
-    return Estimate(peak, secs, source, int(peak * margin))
+    # all its archs' cicc runs at once, one peak; then nvcc compiles the host code: a
+    # g++ run over the same headers, which holds what their host prior says
+    fall = int(row["peak"]) / peak if together == archs else 0.0
+    return Estimate(peak, secs, source, int(peak * margin), fall=fall)
 
 
 def _floor(base: Estimate) -> int:

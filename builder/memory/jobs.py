@@ -141,7 +141,7 @@ class Live:
     cpu_active: float = 0.0  # … and the job's active time when it was reported
     rss: int = 0
     top: int = 0  # the most it reported holding
-    fall: float = 0.0  # what its siblings held after their peaks (``Learned.fall``)
+    fall: float = 0.0  # what its siblings held after their peaks, or its prior's fall
     paused: bool = False
     paused_at: float = 0.0
     paused_total: float = 0.0

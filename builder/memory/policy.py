@@ -167,7 +167,8 @@ class Running:
     span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
     since: float | None = None  # when it was granted (its age for the guard); None: started
     top: int = 0  # the most live memory it reported so far
-    #: the most its siblings held after their single peaks (``jobs.Learned.fall``); 0: none
+    #: the most its siblings held after their single peaks (``jobs.Learned.fall``) or,
+    #: until one ended, its prior's (``Estimate.fall``); 0: none
     fall: float = 0.0
     speculative: bool = False  # admitted on its prior's time (``Model.bet``)
 
@@ -218,8 +219,9 @@ def released(job: Running) -> float | None:
     its curve falls after that peak (:func:`after_peak`), its reported memory reached
     :data:`REACHED` of its estimate and is now at :data:`DROP` of it or less, and no more
     than its curve allows after the peak (plus :data:`SLACK`).  None: not (known to be)
-    past its peak.  Without a curve of its own that says so, ``fall`` (its siblings') does;
-    no time model is needed: a cold build's first nvcc jobs are released too."""
+    past its peak.  Without a curve of its own that says so, ``fall`` (its siblings', or
+    its prior's until one of them ended) does; no time model is needed: a cold build's
+    first nvcc jobs are released too."""
     tail = after_peak(job.curve)
     if tail is None and job.fall > 0:
         tail = job.fall

@@ -178,19 +178,23 @@ class _Fake:
         return 2.0 if 0.2 <= self.done / self.cpu < 0.8 else 1.0
 
 
-def _world(cpus: list[float], budget: int, curve: tuple[float, ...]) -> tuple[float, float]:
+def _world(cpus: list[float], budget: int, curve: tuple[float, ...],
+           fall: float = 0.0) -> tuple[float, float]:
     """(wall, most memory held at once) of nvcc jobs admitted and guarded every 0.1 s on
-    what they last reported (every 0.5 s)."""
+    what they last reported (every 0.5 s) — by their measured ``curve``, or, with none (a
+    cold build), each at its peak until it ends or is released by ``fall``."""
     m, dt = Model(), 0.05
-    waiting = [Job(f"j{i}", int(5.5 * GiB), i, c, 2, curve=curve) for i, c in enumerate(cpus)]
+    waiting = [Job(f"j{i}", int(5.5 * GiB), i, c if curve else 0.0, 2, curve=curve)
+               for i, c in enumerate(cpus)]
     jobs = {f"j{i}": _Fake(f"j{i}", c) for i, c in enumerate(cpus)}
     running: dict[str, _Fake] = {}
     now, worst, step = 0.0, 0.0, 0
     while waiting or running:
         if step % 2 == 0:
-            view = {i: Running(int(5.5 * GiB), f.started, f.cpu, 2, cpu=f.report[0],
-                               rss=f.report[1], curve=curve, rss_cpu=f.report[0],
-                               top=f.report[2], paused=f.paused) for i, f in running.items()}
+            view = {i: Running(int(5.5 * GiB), f.started, f.cpu if curve else 0.0, 2,
+                               cpu=f.report[0], rss=f.report[1], curve=curve,
+                               rss_cpu=f.report[0], top=f.report[2], paused=f.paused,
+                               fall=fall) for i, f in running.items()}
             stop = guard(view, budget, now, m) if view else frozenset()
             for i, f in running.items():
                 f.paused = i in stop
@@ -222,6 +226,52 @@ def test_nvcc_jobs_overlap_their_host_compiles_within_the_budget() -> None:
     before, worst_before = _world(cpus, budget, rising(curve))  # histories of last session
     assert worst <= budget and worst_before <= budget
     assert falls <= 0.95 * before, (falls, before)
+
+
+def test_a_device_compile_of_all_its_archs_at_once_falls_to_its_host_prior() -> None:
+    both = estimate("csrc/k.cu", ("torch/extension.h",), nvcc_threads=2, nvcc_archs=2)
+    host = estimate("csrc/k.cpp", ("torch/extension.h",))
+    assert both.fall == host.peak / both.peak and 0.2 < both.fall < 0.35
+    # archs in two batches (--threads 1): a cicc peak per batch, no single fall
+    assert estimate("csrc/k.cu", ("torch/extension.h",), nvcc_threads=1, nvcc_archs=2).fall == 0
+    assert host.fall == 0.0  # g++ peaks at its end
+    one = estimate("csrc/k.cu", ("ATen/ATen.h",))  # one arch: one cicc run
+    assert 0 < one.fall < 0.6
+
+
+def test_cold_nvcc_jobs_overlap_their_host_compiles_by_their_prior_fall() -> None:
+    # a cold build: no CPU time, no curve; each job counts at its peak until its memory
+    # shows it past its cicc runs, by what the prior says its host compile holds
+    cpus = [88.0, 92.0, 90.0, 95.0, 87.0, 91.0, 89.0, 93.0]
+    fall = estimate("csrc/k.cu", ("torch/extension.h",), nvcc_threads=2, nvcc_archs=2).fall
+    budget = 16 * GiB
+    released_, worst = _world(cpus, budget, (), fall)
+    held, worst_held = _world(cpus, budget, ())
+    assert worst <= budget and worst_held <= budget
+    assert released_ <= 0.9 * held, (released_, held)
+    # a prior below what the host compile comes to hold releases a job only while it
+    # holds less (then it counts at its peak again): less gain, still within the budget
+    low, worst_low = _world(cpus, budget, (), 0.1)
+    assert released_ < low < held and worst_low <= budget
+
+
+def test_the_broker_releases_a_cold_nvcc_job_by_its_prior_until_a_sibling_ends(
+        tmp_path: Path) -> None:
+    b = Broker(tmp_path / "b.sock", BrokerConfig(
+        budget=16 * GiB, slots=8, source_root=str(tmp_path),
+        build_dir=str(tmp_path / "build"), history_path=str(tmp_path / "history.json")))
+    est = estimate("csrc/a.cu", ("torch/extension.h",), nvcc_threads=2, nvcc_archs=2)
+    rec = JobRecord("a", "csrc/a.cu", est.peak, est.peak, est.source, 0.0, group=est.group,
+                    family=est.family)
+    b._estimates["a"] = est
+    b.running["a"] = Live(rec, 0.0, 2, 0.0, rss=int(0.3 * est.peak), top=est.peak)
+    b._learn()
+    assert b.running["a"].fall == est.fall
+    assert released(b.running["a"].view(70.0)) is not None
+    # a sibling measured without a fall (its peak at its end) overrides the prior
+    b.learned[est.family] = Learned().add(est.peak, 90.0, _measured(GXX, 90.0))
+    b._learn()
+    assert b.running["a"].fall < 0 and released(b.running["a"].view(70.0)) is None
 
 
 def test_a_history_from_before_falls_were_kept_does_not_hide_the_next_fall() -> None:
