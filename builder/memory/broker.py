@@ -30,7 +30,7 @@ from builder.memory.guard import guard
 from builder.memory.history import History
 from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
-from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, relearn
+from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, fall, relearn
 from builder.memory.policy import Job, Model, build_speed, envelope, released, sped_up
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
@@ -247,7 +247,7 @@ class Broker:
             self.running[g.job.id] = Live(rec, g.job.seconds, g.job.threads, now,
                                           g.job.curve, g.job.span)
             if rec.group:  # estimated, not measured (``_estimates``)
-                self.running[g.job.id].fall = self._fall(rec)
+                self.running[g.job.id].fall = fall(rec, self.learned, self._estimates.get(rec.id))
             self.grants[g.job.id] = (g.alone, g.lowmem)
         self.cond.notify_all()
 
@@ -305,14 +305,6 @@ class Broker:
                                        if g in self.learned)])
         return top if live.rss < top else live.rss * 5 // 4
 
-    def _fall(self, rec: JobRecord) -> float:
-        """What tells when a job never measured is past its single peak (``Live.fall``):
-        what its siblings held after theirs, or — until one of them ended — its prior's
-        fall (``Estimate.fall``: nvcc's host compile after its cicc runs)."""
-        est = self._estimates.get(rec.id)
-        return next((self.learned[g].fall for g in (rec.group, rec.family)
-                     if g in self.learned), est.fall if est is not None else 0.0)
-
     def _learn(self) -> None:
         """Re-estimate waiting jobs from what their group measured in this build
         (:func:`relearn`: a cold build's first TU of a glob tells what its siblings will
@@ -323,7 +315,7 @@ class Broker:
             for g in live.rec.groups:
                 holding[g] = max(holding.get(g, 0), live.rss)
             if not live.rec.source.startswith("history"):  # not measured itself
-                live.fall = self._fall(live.rec)
+                live.fall = fall(live.rec, self.learned, self._estimates.get(live.rec.id))
         for i, job in enumerate(self.waiting):
             est = self._estimates.get(job.id)
             new = relearn(est, self.learned, holding) if est is not None else None

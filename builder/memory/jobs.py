@@ -15,8 +15,8 @@ from typing import Any
 from builder.memory.estimate import Estimate, learned
 from builder.memory.policy import Envelope, Running, after_peak, upper
 
-__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "oom_kills", "plausible", "relearn",
-           "requeues"]
+__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "fall", "oom_kills", "plausible",
+           "relearn", "requeues"]
 
 #: memory of one launcher process (Python, ~8 MB anonymous), counted for every launcher
 #: connected — waiting or running — since the jobs' estimates do not include it
@@ -111,6 +111,14 @@ def relearn(est: Estimate, known: Mapping[str, Learned], holding: Mapping[str, i
         return None
     return learned(est, peak, got.cpu, got.curve, got.agreed and held <= got.peak,
                    got.slowest, via)
+
+
+def fall(rec: JobRecord, known: Mapping[str, Learned], est: Estimate | None) -> float:
+    """What tells when a job never measured is past its single peak (``Live.fall``): what
+    its siblings held after theirs (``known``), or — until one of them ended — its prior's
+    fall (``Estimate.fall``: nvcc's host compile after its cicc runs)."""
+    return next((known[g].fall for g in (rec.group, rec.family) if g in known),
+                est.fall if est is not None else 0.0)
 
 
 def plausible(est: Estimate, via: str, peak: int) -> bool:
