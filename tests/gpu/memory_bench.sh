@@ -17,19 +17,21 @@
 #
 # Measured on 16 cores (H100 machine, 2026-11-24; README "Memory-aware builds"): libamm at
 # --cap 6GiB: -j16 and -j6 killed within ~25 s, -j5 ~56 s, -j4 ~70 s, builder cold ~80-95 s
-# and with history ~75 s; nvcc (bench/recipes/nvccload.yaml: two archs, --threads 2, a
-# torch/extension.h TU ~65 s at ~5.4 GB) at its default 16GiB: -j5 killed within ~90 s, -j3
-# ~250 s, builder cold ~330 s.  --repeats N runs every fixed -jN *and* builder's cold build
-# N times (the targets compare medians).  Pieces that fit one command each (≤ 10 min):
+# and with history ~75 s; nvcc (bench/recipes/nvccload.yaml: seven .cu, two archs,
+# --threads 2, a torch/extension.h TU ~65 s at ~5.4 GB) at 16GiB (2026-11-25, session 15):
+# -j4 killed, -j3 115-148 s, builder cold 111-140 s, with history ~104 s.  --repeats N runs
+# every fixed -jN *and* builder's cold build N times (the targets compare medians).  Pieces
+# that fit one command each (≤ 10 min):
 #   1) libamm fixed:5,cold --cap 6GiB --repeats 3         7.1-9.2 min (2026-11-25)
 #   2) libamm history --cap 6GiB --history-runs 3         3.8-4.6 min (same warm machine: the
 #                                                         history is in $WORK)
 #   3) libamm fixed:4,fixed:6 --cap 6GiB --repeats 2      ~3 min
-#   4) nvcc fixed:5                                       killed within ~1.5 min
-#   5) nvcc fixed:3 --repeats 2, then fixed:3             ~8.5 + 4.5 min
-#   6) nvcc cold                                          ~4.5 min each (fixed:3,cold: 8 min)
-#   7) nvcc history                                       ~3.7 min (after 6, same machine)
-# -j1 of either does not fit well (libamm ~4 min, nvcc ~12 min).  A piece that hits the
+#   4) nvcc fixed:3 --cap 16GiB --repeats 3               7.8 min with the machine's start
+#   5) nvcc cold --cap 16GiB --repeats 3                  6.8-8.6 min
+#   6) nvcc history --cap 16GiB --history-runs 3          5.9 min (after 5, same machine)
+#   7) nvcc fixed:4 --cap 16GiB                           ~1.7 min (2 OOM kills)
+# 1-2 and 4-6 fill one 30-minute lease each.  -j1 of either does not fit well (libamm
+# ~4 min, nvcc ~6.5 min by its TUs' times).  A piece that hits the
 # limit leaves the rows it finished; SEED carries results.json to a fresh machine.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
