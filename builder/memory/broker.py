@@ -246,8 +246,6 @@ class Broker:
             rec = next(r for r in reversed(self.records) if r.id == g.job.id)
             self.running[g.job.id] = Live(rec, g.job.seconds, g.job.threads, now,
                                           g.job.curve, g.job.span)
-            if rec.group:  # estimated, not measured (``_estimates``)
-                self.running[g.job.id].fall = fall(rec, self.learned, self._estimates.get(rec.id))
             self.grants[g.job.id] = (g.alone, g.lowmem)
         self.cond.notify_all()
 
@@ -309,7 +307,8 @@ class Broker:
         """Re-estimate waiting jobs from what their group measured in this build
         (:func:`relearn`: a cold build's first TU of a glob tells what its siblings will
         need); tell running jobs never measured what their siblings held after their
-        peaks (``policy.released``)."""
+        peaks or, until one ended, what their prior says (``jobs.fall``, for
+        ``policy.released``)."""
         holding: dict[str, int] = {}
         for live in self.running.values():
             for g in live.rec.groups:
