@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.functional.servers import pypi_server  # noqa: E402
+from devkit.servers import pypi_server  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 USER, PASSWORD = "bench", "bench-password-not-secret"

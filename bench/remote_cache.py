@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.functional.servers import conan_server, redis_server  # noqa: E402
+from devkit.servers import conan_server, redis_server  # noqa: E402
 
 
 def builder(ws: Path, *args: str, env: dict[str, str]) -> tuple[float, str]:

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from devkit.servers import pypi_server
 from tests.conftest import REPO
 from tests.functional.conftest import need
-from tests.functional.servers import pypi_server
 
 pytestmark = [pytest.mark.functional, pytest.mark.slow]
 

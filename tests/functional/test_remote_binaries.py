@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from devkit.servers import conan_server, redis_server
 from tests.conftest import FIXTURES
 from tests.functional.conftest import need
-from tests.functional.servers import conan_server, redis_server
 
 pytestmark = pytest.mark.functional
 

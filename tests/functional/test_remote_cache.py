@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from devkit.servers import redis_server
 from tests.conftest import FIXTURES
 from tests.functional.conftest import need
-from tests.functional.servers import redis_server
 
 pytestmark = pytest.mark.functional
 
@@ -34,5 +34,5 @@ def test_second_workspace_hits_the_remote_compiler_cache(tmp_path: Path, cli) ->
         assert second.code == 0, second.out + second.err
         # greet.cpp comes from the remote; app's main.cpp includes greet's headers from the
         # Conan package folder, whose name Conan 2 randomises per cache, so its command line
-        # differs between workspaces and it is compiled again (a known limit, see README)
+        # differs between workspaces and it is compiled again (a known limit, see docs/remotes.md)
         assert "compiler cache: 1 hit(s), 1 miss(es), 1 from the remote" in second.out

@@ -1,6 +1,7 @@
-"""bench/capbench.py's table: builder's runs are compared with the fixed -jN runs of their
-own machine only (a fresh GPU machine of the same name and CPU model ran -j5 in 71.4 s
-where the one before took 57.3 s: a ratio across them measures the machines)."""
+"""The memory bench's table (devkit/captable.py, printed by bench/memory_cap.py): builder's
+runs are compared with the fixed -jN runs of their own machine only (a fresh GPU machine of
+the same name and CPU model ran -j5 in 71.4 s where the one before took 57.3 s: a ratio
+across them measures the machines)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.capbench import summarize
+from devkit.captable import summarize
 
 
 def _row(run: str, seconds: float, boot: str, **extra: Any) -> dict[str, Any]:
