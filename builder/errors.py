@@ -1,7 +1,7 @@
 """The one exception hierarchy of builder.
 
 Core code raises these; only :func:`builder.cli.main.main` prints them and turns them
-into an exit status.  Each class carries its exit code, documented in the README:
+into an exit status.  Each class carries its exit code, documented in the README's exit-code table:
 
 ====  =======================================================
 code  meaning

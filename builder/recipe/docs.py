@@ -1,5 +1,5 @@
-"""The recipe reference in the README, generated from the schema's descriptions
-(``builder schema --format markdown``); a test keeps the README in sync."""
+"""The recipe reference of ``docs/recipes.md``, generated from the schema's descriptions
+(``builder schema --format markdown``); a test keeps the document in sync."""
 
 from __future__ import annotations
 
@@ -64,14 +64,15 @@ def markdown() -> str:
 
 
 def update(readme: str) -> str:
-    """``readme`` with its reference block replaced by the current one."""
+    """``readme`` (a Markdown document) with its reference block replaced by the current
+    one."""
     start, end = readme.index(BEGIN), readme.index(END) + len(END) + 1
     return readme[:start] + markdown() + readme[end:]
 
 
-if __name__ == "__main__":  # python -m builder.recipe.docs README.md
+if __name__ == "__main__":  # python -m builder.recipe.docs docs/recipes.md
     import sys
     from pathlib import Path
 
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/recipes.md")
     target.write_text(update(target.read_text(encoding="utf-8")), encoding="utf-8")

@@ -52,7 +52,7 @@ def _check_substitutions(text: str, path: PathKey, d: Diags, option_names: set[s
     for name in variables(text):
         if not is_known(name):
             d.add(path, f"unknown substitution ${{{name}}}",
-                  "see the README's substitution table (e.g. ${backend}, ${archs.cmake}, "
+                  "see docs/recipes.md (Substitutions; e.g. ${backend}, ${archs.cmake}, "
                   "${options.NAME}); write $${ for a literal ${")
         elif name.startswith("options.") and name[8:] not in option_names:
             d.add(path, f"${{{name}}} names an option that does not exist",

@@ -57,7 +57,7 @@ def no_value(recipe: Recipe, name: str) -> RecipeError:
             break
     return RecipeError([Diagnostic(
         Location(recipe.display, line, col), "", f"${{{name}}} has no value here",
-        "see the README's substitution table for where each variable may be used "
+        "see docs/recipes.md (Substitutions) for where each variable may be used "
         "(${kernel}, ${arch} and ${ext} only in install.layout; ${python} only in recipes "
         "with python.versions; only ${options.NAME} in tool versions)",
         lines[line - 1] if line else "")])

@@ -1,7 +1,7 @@
 """The inputs of a variant's key that are not in the recipe's text: the values of the
 environment variables a recipe substitutes.
 
-Every place the README allows ``${...}`` is listed here once (:func:`texts`): defines
+Every place docs/recipes.md allows ``${...}`` is listed here once (:func:`texts`): defines
 (the recipe's and each backend's), flags (every layer, language and backend, and each
 kernel's), tests (argv, environment, working folder), ``install.root`` and
 ``install.layout``, and the ``memory`` switches.  :func:`env_names` is what the command

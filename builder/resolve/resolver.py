@@ -343,7 +343,7 @@ def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple
     names = {"HOME"}
     for r in recipes:
         names.update(n for o in r.options for n in (o.env, o.legacy_env) if n)
-        names.update(env_names(r))  # every text the README allows ${env.X} in
+        names.update(env_names(r))  # every text docs/recipes.md allows ${env.X} in
     return tuple(sorted((n, environ[n]) for n in names if n in environ))
 
 

@@ -357,7 +357,7 @@ def test_every_model_field_comes_from_the_schema() -> None:
     orphans = sorted(fields - targets - DERIVED.keys())
     assert not orphans, (
         f"model fields set from no schema property: {orphans}. Add the property to "
-        "builder/resources/recipe.schema.json (with a description: the README's reference "
+        "builder/resources/recipe.schema.json (with a description: docs/recipes.md's reference "
         "is generated from it), read it in build_model and map it in MAPPING here; or, if it "
         "is computed, list it in DERIVED with the reason")
     assert not DERIVED.keys() - fields, f"DERIVED names no field: {DERIVED.keys() - fields}"
