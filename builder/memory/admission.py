@@ -18,12 +18,10 @@ budget — may be planned up to :attr:`.policy.Model.bet` (5 %) above the budget
 guard lets it run there too (:func:`.policy.room_of`).  The bounds assume that jobs started
 together peak together, on a CPU time no build has measured; torch TUs hold 95 % of their
 peak only for their last ~15 % of CPU time, and alike TUs of one build take ±15-20 % of
-each other's time (GPU machine, libamm), so a cold batch's peaks do not meet.  A wrong bet
-costs a freeze (or, as the last resort, the youngest job's work), never an OOM kill: the
-backstop reads the real memory.  Replayed on the H100 host's libamm jobs
-(``bench/noisy_replay.py``): cold 1.22× → 1.08× ``-j5`` over 30 seeds with no requeue
-(1.10×, 2 requeues in 100 seeds); the same bet on measured jobs brought little (history
-1.06× → 1.02×) for 21 requeues in 30 builds, so measured jobs keep the budget.
+each other's time, so a cold batch's peaks do not meet.  A wrong bet costs a freeze (or,
+as the last resort, the youngest job's work), never an OOM kill: the backstop reads the
+real memory.  Measured jobs keep the budget: for them the bet gains little and requeues
+often (``bench/noisy_replay.py``; figures in bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -59,11 +57,11 @@ def by_size(waiting: Sequence[Job]) -> list[Job]:
     (within :data:`SAME_SIZE` of the largest of their band) in the build tool's order —
     except the band's long ones, which go first, longest first.  A few MB of estimate
     between two torch TUs say nothing, and ninja's order follows its graph: strict
-    largest-first let one TU wait behind every later one, and ordering a band by its
-    measured CPU times (17.6-23.4 s for alike libamm TUs, run-to-run noise) started
-    the TU that the library's link waited for last.  A job measured at :data:`LONG` × its
-    band's median or more is no noise: started late, it is the build's tail (an nvcc TU of
-    163 s CPU among TUs of ~85 s, started 11th of 12, ran alone for the build's last 28 s)."""
+    largest-first lets one TU wait behind every later one, and ordering a band by its
+    measured CPU times (which vary by about ±15 % for alike TUs: run-to-run noise) starts
+    the TU that the library's link waits for last.  A job measured at :data:`LONG` × its
+    band's median or more is no noise: started late, it is the build's tail, running alone
+    at the end (an nvcc TU of twice its siblings' CPU time)."""
     out = sorted((j for j in waiting if j.link), key=lambda j: j.order)
     ranked = sorted((j for j in waiting if not j.link), key=lambda j: (-j.estimate, j.order))
     while ranked:

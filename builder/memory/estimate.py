@@ -96,9 +96,9 @@ def _history_reserve(rec: dict[str, Any], margins: dict[str, Any]) -> tuple[int,
 
 def _curve(rec: dict[str, Any]) -> tuple[float, ...]:
     """The higher of the last two measured memory curves of a history record — but a curve
-    that only rises next to one that falls after its peak was recorded before curves kept
-    their falls (a running maximum, builder ≤ stop 28): it would hide the fall, so that
-    nothing is released (``policy.released``) until the third build, and is left out."""
+    that only rises next to one that falls after its peak was recorded by an older builder
+    that kept a running maximum: it would hide the fall, so that nothing is released
+    (``policy.released``) until the third build, and is left out."""
     curve = [float(x) for x in rec.get("curve", ())]
     prev = [float(x) for x in rec.get("prev_curve", ())]
     if prev and after_peak(curve) is not None and list(rising(prev)) == prev:

@@ -27,8 +27,8 @@ def guard(running: Mapping[str, Running], budget: int, now: float,
     check for a paused one to resume.  So a job that does not fit is paused before any
     older one, and a paused job resumes before any younger one.  A job at its peak
     (overdue, or about to end) is never paused: that frees nothing and holds its memory
-    longer — a guard that paused the youngest jobs by their bounds alone left two TUs at
-    99 % stopped, holding 2.4 GB, while a new one compiled for 10 s.  The oldest job
+    longer — pausing the youngest jobs by their bounds alone would leave TUs at 99 %
+    stopped, holding their peaks, while a new one compiles.  The oldest job
     always runs.  A speculative job runs within the budget and its bet, as admitted
     (:func:`.policy.room_of`)."""
     model = model or Model()

@@ -19,13 +19,11 @@ from typing import Any
 
 __all__ = ["KEEP_CPUS", "History", "flags_hash", "job_key", "typical_cpu"]
 
-#: successive CPU times a record keeps (``cpus``).  One build's CPU time of a TU is noise:
-#: alike libamm TUs took ±15 % of their time from one build to the next on the GPU hosts,
-#: so a job planned on its last time ran ahead of its curve (held at its peak) or past its
-#: end (overdue) in most builds.  Replayed (``bench/noisy_replay.py --history-builds``):
-#: planned on the mean of the last 3, builds with history took 1.04× ``-j5`` instead of
-#: 1.05× (medians of 100 seeds) and paused jobs for 6 job-seconds instead of 22; on the
-#: mean of 5, no better.
+#: successive CPU times a record keeps (``cpus``).  One build's CPU time of a TU is noise
+#: (alike TUs vary by about ±15 % from one build to the next), so a job planned on its last
+#: time runs ahead of its curve (held at its peak) or past its end (overdue); the mean of
+#: the last three is steadier, and more adds nothing (``bench/noisy_replay.py
+#: --history-builds``; figures in bench/RESULTS.md).
 KEEP_CPUS = 3
 
 

@@ -7,7 +7,7 @@ predicted peak and CPU time, and — where its launcher reports them — the CPU
 it has used and its live memory.
 
 Why not admit by live memory: a compiler's RSS climbs for the whole compile and
-peaks at ~98 % of it (``shared/FACTS.md``), so live memory over-admits — jobs
+peaks at ~98 % of it (measured for torch TUs), so live memory over-admits — jobs
 admitted next to one at 30 % of its peak grow into each other.  Why not reserve each
 job's peak for its whole life (what happens here when no duration is known): jobs
 that start at different moments do not peak together, so peak reservation runs
@@ -336,10 +336,10 @@ def build_speed(jobs: Iterable[Running]) -> float:
     """How much faster than their curves the build's jobs go: :func:`ahead_of` of the
     middle one (the upper one of two) among the running jobs whose reports tell; 1.0 when
     none does.  A history measured on a busier machine shows in most jobs; one TU faster
-    than in its last build is run-to-run noise (±15-20 % of CPU time for alike TUs on the
-    GPU hosts), and its own bound already counts it at its peak once its memory passes
-    that bound (:func:`envelope`).  The fastest job used to set the speed for the whole
-    build: every bound jumped at once, and the guard paused four TUs of five for 10 s."""
+    than in its last build is run-to-run noise (±15-20 % of CPU time for alike TUs), and
+    its own bound already counts it at its peak once its memory passes that bound
+    (:func:`envelope`).  Letting the fastest job set the speed for the whole build would
+    make every bound jump at once, and the guard pause most running TUs."""
     seen = sorted(ahead_of(j) for j in jobs if _tells_speed(j))
     return seen[len(seen) // 2] if seen else 1.0
 

@@ -176,7 +176,7 @@ def slug(heading: str) -> str:
 def anchors(doc: Path) -> set[str]:
     text = FENCE.sub("", doc.read_text(encoding="utf-8"))
     seen: dict[str, int] = {}
-    out = set()
+    out: set[str] = set()
     for m in re.finditer(r"^#{1,6}[ \t]+(.+?)[ \t]*#*$", text, re.M):
         base = slug(m.group(1))
         n = seen.get(base, 0)
@@ -253,9 +253,9 @@ def test_quick_start_says_what_each_debian_package_is_for() -> None:
     listed = subprocess.run([str(REPO / "scripts" / "install-debian-packages"), "--list"],
                             capture_output=True, text=True, check=True).stdout.split()
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Quick start"):readme.index("\n## ", readme.index(
-        "## Quick start") + 1)]
-    named = {w for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", section)) for w in re.split(r"[/ ,]+", span)}
+    start = readme.index("## Quick start")
+    section = FENCE.sub("", readme[start:readme.index("\n## ", start + 1)])
+    named = {w for span in re.findall(r"`([^`\n]+)`", section) for w in re.split(r"[/ ,]+", span)}
     assert not set(listed) - named, set(listed) - named
 
 

@@ -22,7 +22,7 @@ FORBIDDEN = {
 
 def imported_roots(path: Path) -> set[str]:
     """The top-level names of every absolute import in ``path``, wherever it sits."""
-    roots = set()
+    roots: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             roots.update(a.name.split(".")[0] for a in node.names)
