@@ -15,10 +15,10 @@
 # Writes to $OUT (or /tmp/memory-bench): results.json, summary.txt, the piece's log, and
 # for builder runs its per-job reports, .ninja_log and memory history (reports.tgz).
 #
-# Measured on 16 cores (H100 machine, 2026-11-24; README "Memory-aware builds"): libamm at
+# Measured on 16 cores (H100 machine, 2026-11-24; bench/RESULTS.md has every run): libamm at
 # --cap 6GiB: -j16 and -j6 killed within ~25 s, -j5 ~56 s, -j4 ~70 s, builder cold ~80-95 s
 # and with history ~75 s; nvcc (bench/recipes/nvccload.yaml: seven .cu, two archs,
-# --threads 2, a torch/extension.h TU ~65 s at ~5.4 GB) at 16GiB (2026-11-25, session 15):
+# --threads 2, a torch/extension.h TU ~65 s at ~5.4 GB) at 16GiB (2026-11-25):
 # -j4 killed, -j3 115-148 s, builder cold 111-140 s, with history ~104 s.  --repeats N runs
 # every fixed -jN *and* builder's cold build N times (the targets compare medians).  Pieces
 # that fit one command each (≤ 10 min):

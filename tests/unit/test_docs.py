@@ -274,3 +274,19 @@ def test_debian_script_installs_what_the_example_recipes_ask_for() -> None:
                for s in r.requires.system if not s.when for p in s.packages}
     assert wanted and not wanted - set(listed), wanted - set(listed)
     assert {"cmake", "ninja-build", "g++"} <= set(listed)
+
+
+# -- the manual stays a manual ---------------------------------------------------------------
+
+#: the marks of a lab notebook: which working session, which machine loan measured what
+NOTEBOOK = re.compile(r"[Ss]ession[ -][0-9]+|\bstop [0-9]+\b|\blease [A-Z]\b|\bhost [A-Z]\b")
+
+
+def test_the_readme_is_a_short_manual_and_docs_carry_no_lab_notes() -> None:
+    """Dated runs, loans and sessions belong in bench/RESULTS.md and CHANGELOG.md."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 400
+    notes = [f"{_rel(d)}:{text[: m.start()].count(chr(10)) + 1}: {m.group(0)}"
+             for d in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+             for text in [d.read_text(encoding="utf-8")] for m in NOTEBOOK.finditer(text)]
+    assert not notes, "move these to bench/RESULTS.md:\n" + "\n".join(notes)
