@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int
     from builder.util.secrets import RedactingStream
 
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = RedactingStream(out), RedactingStream(err)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = RedactingStream(out), RedactingStream(err)
     try:
         with interrupts.signal_stops():
             return _main(argv, runner)

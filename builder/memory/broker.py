@@ -338,6 +338,7 @@ class Broker:
                 msg = _message(line) if line else {}
                 if msg.get("op") != "acquire":
                     return
+                _tell(conn, QUEUED)  # the launcher bounds its wait for this answer
                 rec, seen, cpu, curve = self._estimate(msg)
                 with self.cond:
                     job = Job(rec.id, rec.reserve, self._n, cpu, seen.threads, self._share(),
@@ -349,8 +350,12 @@ class Broker:
                         self._burst = self.now()
                     self.waiting.append(job)
                     self._schedule()
+                    waited = 0
                     while rec.id not in self.grants and not self._stopped:
                         self.cond.wait(1.0)
+                        waited += 1
+                        if waited % HEARTBEAT == 0:  # still queued: not a silent peer
+                            _tell(conn, QUEUED)
                     if rec.id not in self.grants:
                         return  # the build is over: the launcher goes on without us
                     rec.alone, rec.lowmem = self.grants[rec.id]
@@ -437,6 +442,18 @@ class Broker:
     def report(self) -> list[dict[str, Any]]:
         with self.cond:
             return [asdict(r) for r in self.records]
+
+
+#: what the broker says at once on an ``acquire``, and every :data:`HEARTBEAT` seconds
+#: while the job waits: a launcher that hears nothing knows the socket is not a broker
+QUEUED = b'{"op": "queued"}\n'
+HEARTBEAT = 5
+
+
+def _tell(conn: socket.socket, msg: bytes) -> None:
+    """Send without ever blocking the broker on a launcher that does not read."""
+    with contextlib.suppress(OSError):
+        conn.send(msg, socket.MSG_DONTWAIT)
 
 
 def _message(line: bytes) -> dict[str, Any]:

@@ -45,13 +45,16 @@ from builder.memory.proctree import signal_tree, tree_sample
 from builder.util.files import private_tmp, remove_orphans
 
 __all__ = [
+    "BROKER_TIMEOUT",
     "CURVE_POINTS",
     "JOB_TMP",
     "LAUNCHED",
     "OOM_MARKERS",
     "SOURCE_SUFFIXES",
+    "BrokerSilent",
     "Channel",
     "Measured",
+    "broker_timeout",
     "curve_of",
     "is_oom",
     "main",
@@ -127,11 +130,12 @@ class Channel:
         except OSError:
             self.closed = True
 
-    def _receive(self, timeout: float | None) -> None:
-        """Wait up to ``timeout`` (None: for ever) for data; queue the complete lines."""
+    def _receive(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` (None: for ever) for data; queue the complete lines.
+        False: nothing came within ``timeout``."""
         try:
             if timeout is not None and not select.select([self.sock], [], [], timeout)[0]:
-                return
+                return False
             data = self.sock.recv(65536)
         except (OSError, ValueError):
             data = b""
@@ -142,6 +146,7 @@ class Channel:
             line, self.buf = self.buf.split(b"\n", 1)
             with contextlib.suppress(ValueError):
                 self.inbox.append(json.loads(line))
+        return True
 
     def poll(self, timeout: float) -> list[dict[str, object]]:
         """Commands received within ``timeout`` seconds (none once the broker is gone)."""
@@ -157,6 +162,20 @@ class Channel:
         while not self.inbox and not self.closed:
             self._receive(None)
         return self.inbox.pop(0) if self.inbox else {}
+
+    def answer(self, timeout: float) -> dict[str, object] | None:
+        """The broker's next message other than ``queued`` ({} when it is gone); None when
+        it said nothing at all for ``timeout`` seconds (a broker says ``queued`` every few
+        seconds while a job waits)."""
+        while True:
+            while not self.inbox and not self.closed:
+                if not self._receive(timeout):
+                    return None
+            if not self.inbox:
+                return {}
+            msg = self.inbox.pop(0)
+            if msg.get("op") != "queued":
+                return msg
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -324,14 +343,44 @@ def is_oom(rc: int, err: bytes) -> bool:
     return rc in (-9, 137) or any(m in err for m in OOM_MARKERS)
 
 
+#: seconds a launcher waits for any word from the broker (connect, answer, heartbeat)
+#: before it runs its compiler without admission control; ``BUILDER_BROKER_TIMEOUT``
+BROKER_TIMEOUT = 60.0
+
+
+class BrokerSilent(OSError):
+    """The socket accepted (or hung on connect) but no broker answered in time."""
+
+
+def broker_timeout() -> float:
+    try:
+        return max(0.1, float(os.environ.get("BUILDER_BROKER_TIMEOUT", BROKER_TIMEOUT)))
+    except ValueError:
+        return BROKER_TIMEOUT
+
+
 def _ask(path: str, msg: dict[str, object]) -> tuple[Channel, dict[str, object]]:
+    timeout = broker_timeout()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+    except TimeoutError:
+        s.close()
+        raise BrokerSilent(f"no connection within {timeout:g} s") from None
+    except OSError:
+        s.close()
+        raise
+    s.settimeout(None)
     ch = Channel(s)
     ch.send(msg)
     if ch.closed:
         raise OSError("the broker went away")
-    return ch, ch.read()
+    grant = ch.answer(timeout)
+    if grant is None:
+        ch.close()
+        raise BrokerSilent(f"no answer within {timeout:g} s")
+    return ch, grant
 
 
 def _done(ch: Channel, msg: dict[str, object]) -> None:
@@ -383,9 +432,13 @@ def main(argv: list[str]) -> int:
                 "retry": retry, "requeued": requeued, "kind": kind,
                 "cgroup": str(group.path) if group else "",
                 "build_cgroup": os.environ.get(jobgroup.ENV, "")})
-        except OSError:
+        except OSError as exc:
             if group is not None:
                 group.remove()
+            if isinstance(exc, BrokerSilent):  # a wait with a bound, said
+                print(f"builder: the memory broker at {broker} is silent ({exc}); running "
+                      f"{src} without admission control (BUILDER_BROKER_TIMEOUT sets the "
+                      f"wait)", file=sys.stderr, flush=True)
             os.execvp(argv[0], argv)  # the broker went away: behave like no launcher
         cmd = list(argv)
         if grant.get("lowmem"):

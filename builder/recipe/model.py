@@ -85,11 +85,14 @@ class Source:
     """One source: a local folder, a git commit or a verified archive."""
 
     kind: str  # "path" | "git" | "url"
-    location: str  # the path (resolved, absolute), repository, or URL
+    location: str  # the path (resolved, absolute), repository, or URL (without secrets)
     rev: str = ""
     sha256: str = ""
     patches: tuple[str, ...] = ()
     subdir: str = ""
+    #: ``${secret:NAME}``: the recipe's URL with its user info or token, kept in the
+    #: process's vault (builder.util.secrets), never in a plan, log or file; "" without
+    credential: str = ""
 
 
 @dataclass(frozen=True)

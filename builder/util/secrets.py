@@ -36,6 +36,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TextIO
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from builder.errors import BuilderError
@@ -47,6 +48,7 @@ __all__ = [
     "SecretMissing",
     "basic_auth_header",
     "credential_names",
+    "header_reference",
     "in_argv",
     "is_credential",
     "redact",
@@ -194,10 +196,19 @@ def redact_url(url: str) -> str:
 def split_url(url: str, name: str) -> tuple[str, str]:
     """(``url`` without its user info and secret query parameters — what builder stores and
     shows —, a reference to the whole URL remembered as ``name``, or "" when it holds no
-    secret)."""
+    secret).  Its user info is also remembered as an HTTP header (:func:`header_reference`)."""
     if not url_credentials(url):
         return url, ""
+    header = basic_auth_header(url)
+    if header:
+        remember(name + ".header", header)
     return _strip(url), remember(name, url)
+
+
+def header_reference(ref: str) -> str:
+    """The reference to the ``Authorization`` header of the URL that ``ref`` names."""
+    m = _REF.fullmatch(ref)
+    return reference(m.group(1) + ".header") if m else ""
 
 
 def basic_auth_header(url: str) -> str:
@@ -230,22 +241,22 @@ class RedactingStream(io.TextIOBase):
     """A text stream that passes everything written through :func:`redact` before the
     stream it wraps (the terminal): no secret reaches it, whoever prints."""
 
-    def __init__(self, inner: io.TextIOBase | object) -> None:
+    def __init__(self, inner: TextIO) -> None:
         super().__init__()
         self.inner = inner
 
     def write(self, s: str) -> int:
-        self.inner.write(redact(s))  # type: ignore[attr-defined]
+        self.inner.write(redact(s))
         return len(s)
 
     def flush(self) -> None:
-        self.inner.flush()  # type: ignore[attr-defined]
+        self.inner.flush()
 
     def isatty(self) -> bool:
         return bool(getattr(self.inner, "isatty", lambda: False)())
 
     def fileno(self) -> int:
-        return int(self.inner.fileno())  # type: ignore[attr-defined]
+        return self.inner.fileno()
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
