@@ -21,15 +21,11 @@ and its memory is measured as part of the outer job's process tree.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import io
-import json
 import math
 import os
 import resource
-import select
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -42,19 +38,17 @@ from pathlib import Path
 from builder.memory import jobgroup
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
+from builder.memory.wire import BrokerSilent, Channel, ask
 from builder.util.files import private_tmp, remove_orphans
 
 __all__ = [
-    "BROKER_TIMEOUT",
     "CURVE_POINTS",
     "JOB_TMP",
     "LAUNCHED",
     "OOM_MARKERS",
     "SOURCE_SUFFIXES",
-    "BrokerSilent",
     "Channel",
     "Measured",
-    "broker_timeout",
     "curve_of",
     "is_oom",
     "main",
@@ -112,74 +106,6 @@ def curve_of(samples: list[tuple[float, int]], cpu: float, points: int = CURVE_P
         top = max(b for _, b in ordered[first:last + 1])
         out.append(min(1.0, math.ceil(top / peak * 1000) / 1000))
     return tuple(out)
-
-
-class Channel:
-    """The launcher's side of its broker connection: JSON lines both ways; ``poll``
-    waits up to a timeout for the broker's commands."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.buf = b""
-        self.inbox: list[dict[str, object]] = []
-        self.closed = False
-
-    def send(self, msg: dict[str, object]) -> None:
-        try:
-            self.sock.sendall((json.dumps(msg) + "\n").encode())
-        except OSError:
-            self.closed = True
-
-    def _receive(self, timeout: float | None) -> bool:
-        """Wait up to ``timeout`` (None: for ever) for data; queue the complete lines.
-        False: nothing came within ``timeout``."""
-        try:
-            if timeout is not None and not select.select([self.sock], [], [], timeout)[0]:
-                return False
-            data = self.sock.recv(65536)
-        except (OSError, ValueError):
-            data = b""
-        if not data:
-            self.closed = True
-        self.buf += data
-        while b"\n" in self.buf:
-            line, self.buf = self.buf.split(b"\n", 1)
-            with contextlib.suppress(ValueError):
-                self.inbox.append(json.loads(line))
-        return True
-
-    def poll(self, timeout: float) -> list[dict[str, object]]:
-        """Commands received within ``timeout`` seconds (none once the broker is gone)."""
-        if self.closed:
-            time.sleep(timeout)
-        elif not self.inbox:
-            self._receive(timeout)
-        out, self.inbox = self.inbox, []
-        return out
-
-    def read(self) -> dict[str, object]:
-        """The next message, waiting for it ({} when the broker is gone)."""
-        while not self.inbox and not self.closed:
-            self._receive(None)
-        return self.inbox.pop(0) if self.inbox else {}
-
-    def answer(self, timeout: float) -> dict[str, object] | None:
-        """The broker's next message other than ``queued`` ({} when it is gone); None when
-        it said nothing at all for ``timeout`` seconds (a broker says ``queued`` every few
-        seconds while a job waits)."""
-        while True:
-            while not self.inbox and not self.closed:
-                if not self._receive(timeout):
-                    return None
-            if not self.inbox:
-                return {}
-            msg = self.inbox.pop(0)
-            if msg.get("op") != "queued":
-                return msg
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
 
 
 @dataclass
@@ -343,46 +269,6 @@ def is_oom(rc: int, err: bytes) -> bool:
     return rc in (-9, 137) or any(m in err for m in OOM_MARKERS)
 
 
-#: seconds a launcher waits for any word from the broker (connect, answer, heartbeat)
-#: before it runs its compiler without admission control; ``BUILDER_BROKER_TIMEOUT``
-BROKER_TIMEOUT = 60.0
-
-
-class BrokerSilent(OSError):
-    """The socket accepted (or hung on connect) but no broker answered in time."""
-
-
-def broker_timeout() -> float:
-    try:
-        return max(0.1, float(os.environ.get("BUILDER_BROKER_TIMEOUT", BROKER_TIMEOUT)))
-    except ValueError:
-        return BROKER_TIMEOUT
-
-
-def _ask(path: str, msg: dict[str, object]) -> tuple[Channel, dict[str, object]]:
-    timeout = broker_timeout()
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(path)
-    except TimeoutError:
-        s.close()
-        raise BrokerSilent(f"no connection within {timeout:g} s") from None
-    except OSError:
-        s.close()
-        raise
-    s.settimeout(None)
-    ch = Channel(s)
-    ch.send(msg)
-    if ch.closed:
-        raise OSError("the broker went away")
-    grant = ch.answer(timeout)
-    if grant is None:
-        ch.close()
-        raise BrokerSilent(f"no answer within {timeout:g} s")
-    return ch, grant
-
-
 def _done(ch: Channel, msg: dict[str, object]) -> None:
     ch.send(msg)
     ch.close()
@@ -427,7 +313,7 @@ def main(argv: list[str]) -> int:
     while True:
         group = jobgroup.make()
         try:
-            conn, grant = _ask(broker, {
+            conn, grant = ask(broker, {
                 "op": "acquire", "file": file, "argv": argv, "cwd": os.getcwd(),
                 "retry": retry, "requeued": requeued, "kind": kind,
                 "cgroup": str(group.path) if group else "",

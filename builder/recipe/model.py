@@ -91,8 +91,9 @@ class Source:
     patches: tuple[str, ...] = ()
     subdir: str = ""
     #: ``${secret:NAME}``: the recipe's URL with its user info or token, kept in the
-    #: process's vault (builder.util.secrets), never in a plan, log or file; "" without
-    credential: str = ""
+    #: process's vault (builder.util.secrets), never in a plan, log or file; "" without.
+    #: Out of the repr, which keys are made from: a new token is not a new source
+    credential: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)

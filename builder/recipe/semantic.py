@@ -24,7 +24,6 @@ Every problem is added to a :class:`~builder.recipe.diags.Diags`; nothing is rai
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 from builder import backends as backend_registry
 from builder.backends.platforms import names as target_names
 from builder.recipe.diags import Diags, did_you_mean
+from builder.recipe.giturl import git_url_problems
 from builder.recipe.subst import is_known, variables
 from builder.recipe.yamlload import PathKey
 
@@ -310,8 +310,8 @@ def _check_source(src: dict[str, Any], recipe_dir: Path, project_root: Path, d: 
     if "git" in src and str(src["git"]).startswith("-"):
         d.add(("source", "git"), f"'{src['git']}' is not a repository",
               "give a URL or a path (a leading '-' would be read as an option)")
-    if "git" in src:
-        _check_git_url(str(src["git"]), d)
+    for problem, fix in git_url_problems(str(src.get("git", ""))):
+        d.add(("source", "git"), problem, fix)
     if "git" in src and not _is_full_rev(src.get("rev", "")):
         where = ("source", "rev")
         if not src.get("allow_branch"):
@@ -328,36 +328,6 @@ def _check_source(src: dict[str, Any], recipe_dir: Path, project_root: Path, d: 
               "remove it", key=True)
 
 
-
-
-#: the git transports builder lets a source use (also set as GIT_ALLOW_PROTOCOL for every
-#: git it runs): ``fd::``, ``ext::`` and other remote helpers run or wait on anything
-GIT_PROTOCOLS = ("https", "http", "ssh", "git", "file")
-
-
-def _check_git_url(url: str, d: Diags) -> None:
-    """A git source's transport is one of :data:`GIT_PROTOCOLS` (or an scp-like or local
-    path), and its secrets are in the user info, which git gets as a header."""
-    from urllib.parse import parse_qsl, urlsplit
-
-    from builder.util.secrets import QUERY_SECRETS
-
-    helper = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)::", url)
-    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", url)
-    if helper or (scheme and scheme.group(1).lower() not in GIT_PROTOCOLS):
-        name = (helper or scheme).group(1)  # type: ignore[union-attr]
-        d.add(("source", "git"), f"git transport '{name}' is not allowed (builder allows "
-              f"{', '.join(GIT_PROTOCOLS)})", "give an https://, ssh:// or git:// URL or a "
-              "local path; remote helpers such as fd:: and ext:: run commands or wait "
-              "on a descriptor, forever")
-        return
-    if scheme:
-        with contextlib.suppress(ValueError):
-            if any(k.lower() in QUERY_SECRETS for k, _ in
-                   parse_qsl(urlsplit(url).query, keep_blank_values=True)):
-                d.add(("source", "git"), "the git URL carries a token in its query",
-                      "put the token in the URL's user info (https://TOKEN@host/repo.git): "
-                      "builder gives it to git as an HTTP header, never on a command line")
 
 
 def _check_wheel(data: dict[str, Any], d: Diags) -> None:

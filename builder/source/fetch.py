@@ -37,7 +37,7 @@ def git_transport_env() -> dict[str, str]:
     """Only the transports a recipe may name (:data:`GIT_PROTOCOLS`): git refuses
     ``fd::``, ``ext::`` and other remote helpers, which could run commands or wait on a
     descriptor forever, even from a submodule's URL."""
-    from builder.recipe.semantic import GIT_PROTOCOLS
+    from builder.recipe.giturl import GIT_PROTOCOLS
 
     return {"GIT_ALLOW_PROTOCOL": ":".join(GIT_PROTOCOLS), "GIT_PROTOCOL_FROM_USER": "0"}
 
