@@ -106,6 +106,9 @@ class Option:
     cmake: str = ""
     env: str = ""
     legacy_env: str = ""
+    #: a secret's value: the plan holds a ``${secret:…}`` reference (out of the repr, which
+    #: keys are made from, so that recipes without it keep their keys)
+    secret: bool = field(default=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,7 @@ def _option(name: str, spec: dict[str, Any]) -> m.Option:
     return m.Option(name, spec["type"], norm(spec["default"]),
                     tuple(norm(a) for a in spec.get("allowed", ())),
                     spec.get("description", ""), spec.get("cmake", ""), spec.get("env", ""),
-                    spec.get("legacy_env", ""))
+                    spec.get("legacy_env", ""), secret=bool(spec.get("secret", False)))
 
 
 def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,

@@ -31,7 +31,7 @@ from builder.plan.payloads import WheelBuild
 from builder.workspace.paths import Workspace
 
 __all__ = ["PROGRESS_EVERY", "TIMEOUT", "UNFIT", "IndexError_", "check_url", "collect",
-           "explain", "publish", "timeout", "waiting"]
+           "explain", "publish", "timeout", "upload", "waiting"]
 
 UNFIT = re.compile(r"-linux_[a-z0-9_]+\.whl$")
 
@@ -112,21 +112,27 @@ def explain(output: str) -> tuple[str, str]:
 def publish(plan: BuildPlan, ws: Workspace, url: str, runner: Any,
             say: Callable[[str], None]) -> int:
     """Check and upload the plan's wheels to ``url``; returns how many were sent."""
-    from builder.errors import StepFailed
-    from builder.remote.conan import checked
-
     check_url(url)
     wheels = collect(plan)
     if not wheels:
         raise UsageError("no wheels to publish: the selected recipes list no python.versions")
+    return upload(wheels, url, ws.logs / "publish_index.log", ws.state, runner, say)
+
+
+def upload(wheels: list[Path], url: str, log: Path, cwd: Path, runner: Any,
+           say: Callable[[str], None]) -> int:
+    """``twine check`` then ``twine upload`` of ``wheels``, bounded by :func:`timeout`,
+    saying every :data:`PROGRESS_EVERY` seconds that it still waits."""
     import importlib.util
+
+    from builder.errors import StepFailed
+    from builder.remote.conan import checked
 
     if importlib.util.find_spec("twine") is None:
         raise UsageError("publishing to an index needs twine: pip install twine")
-    log = ws.logs / "publish_index.log"
-    ws.logs.mkdir(parents=True, exist_ok=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
     limit = timeout()
-    run = checked(runner, "publish --index", ws.state, {}, log, limit)
+    run = checked(runner, "publish --index", cwd, {}, log, limit)
     twine_cmd = [sys.executable, "-m", "twine"]
     for w in wheels:
         say(f"  {w.name}")
