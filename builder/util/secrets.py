@@ -132,8 +132,9 @@ def _known() -> list[str]:
         values = list(_vault.values())
     parts: set[str] = set()
     for v in values:
-        parts.add(v)
-        parts.update(url_secrets(v))
+        inside = url_secrets(v) if "://" in v else []
+        # a URL is masked in its secret parts only, so that messages still name it
+        parts.update(inside or [v, v.rsplit(" ", 1)[-1]])
     return [p for p in parts if len(p) >= 4]
 
 
