@@ -155,7 +155,8 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     if "://" in text:
         text = _USERINFO.sub(lambda m: m["scheme"] + MASK + "@", text)
     if "=" in text:
-        text = _QUERY.sub(lambda m: f"{m['key']}={MASK}", text)
+        text = _QUERY.sub(lambda m: m[0] if m["value"].startswith(MASK)
+                          else f"{m['key']}={MASK}", text)
     if ":" in text:
         text = _HEADER.sub(lambda m: m["key"] + MASK, text)
     return text
