@@ -66,6 +66,8 @@ def _check_option(name: str, spec: dict[str, Any], d: Diags) -> None:
     py = {"bool": bool, "int": int, "str": str, "list": list}[typ]
     base: PathKey = ("options", name)
     default = spec["default"]
+    if spec.get("secret") and typ != "str":
+        d.add((*base, "secret"), f"a secret option holds text, not a {typ}", "use type: str")
 
     def ok(value: Any, t: type) -> bool:
         return isinstance(value, t) and not (t is int and isinstance(value, bool))

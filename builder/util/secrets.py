@@ -7,9 +7,10 @@ A **secret** is known to builder by construction, never guessed from what a valu
   of a ``git:``/``url:`` source, of ``--cache-remote`` and of ``--index``;
 * the value of a recipe option declared ``secret: true``;
 * the value of an environment variable whose *name* says it holds one (:func:`is_credential`):
-  ``*PASSWORD*``, ``*PASSWD*``, ``*TOKEN*``, ``*SECRET*``, ``*API_KEY*``, ``*CREDENTIAL*``,
-  ``*PRIVATE_KEY*``, and names ending in ``_PAT``, ``_AUTH``, ``_KEY`` or ``_CREDENTIALS``,
-  plus Conan's ``CONAN_LOGIN_USERNAME[_<REMOTE>]``.
+  ``*PASSWORD*``, ``*PASSWD*``, ``*SECRET*``, ``*API_KEY*``, ``*CREDENTIAL*``,
+  ``*PRIVATE_KEY*``, ``TOKEN`` as a word (``GH_TOKEN``, ``TOKEN_X``; not ``TOKENIZERS_…``),
+  names ending in ``_PAT``, ``_AUTH`` or ``_KEY``, and Conan's
+  ``CONAN_LOGIN_USERNAME[_<REMOTE>]``.
 
 Where a secret's value may go — the environment of the child that needs it, and nowhere else:
 
@@ -63,8 +64,11 @@ __all__ = [
 
 MASK = "***"
 
-_SECRET = re.compile(r"PASSWORD|PASSWD|TOKEN|SECRET|API_?KEY|CREDENTIAL|PRIVATE_?KEY|"
-                     r"_PAT$|_AUTH$|_KEY$|^CONAN_LOGIN_USERNAME", re.I)
+_SECRET = re.compile(r"PASSWORD|PASSWD|SECRET|API_?KEY|CREDENTIAL|PRIVATE_?KEY|"
+                     r"(^|_)TOKEN(_|$)|_PAT$|_AUTH$|_KEY$|^CONAN_LOGIN_USERNAME", re.I)
+#: values never masked although a credential variable holds them (a flag is no secret, and
+#: masking every "false" would garble the output)
+_PLAIN = frozenset({"true", "false", "none", "null", "yes", "no", "on", "off"})
 
 #: query parameters whose value is a secret (compared case-insensitively)
 QUERY_SECRETS = frozenset({
@@ -139,7 +143,8 @@ def _known() -> list[str]:
 
 
 def _env_values(environ: Mapping[str, str]) -> list[str]:
-    return [v for k, v in environ.items() if is_credential(k) and len(v) >= 4]
+    return [v for k, v in environ.items()
+            if len(v) >= 4 and v.lower() not in _PLAIN and is_credential(k)]
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:

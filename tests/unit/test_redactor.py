@@ -24,7 +24,7 @@ def test_credential_names(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["PATH", "HOME", "CCACHE_DIR", "PATCH_LEVEL", "AUTHOR",
-                                  "KEYBOARD"])
+                                  "KEYBOARD", "TOKENIZERS_PARALLELISM", "SSH_AUTH_SOCK"])
 def test_ordinary_names(name: str) -> None:
     assert not secrets.is_credential(name)
 
@@ -47,6 +47,7 @@ def test_redact_masks_known_values_urls_queries_and_headers() -> None:
     assert "opt-value-9f9f" not in text and "p4ss" not in text and "abcd" not in text
     assert "eyJhbGc" not in text and "n=1" in text and "x.org/r" in text
     assert secrets.redact("pat-0000 here", environ={"MY_PAT": "pat-0000"}) == "*** here"
+    assert secrets.redact('"x": false', environ={"USE_TOKEN": "false"}) == '"x": false'
 
 
 def test_a_stored_url_is_masked_in_its_secret_parts_only() -> None:
