@@ -113,9 +113,11 @@ def parser() -> argparse.ArgumentParser:
                         help="compile through a compiler cache (default: "
                              "$BUILDER_COMPILER_CACHE, else the recipe's build.compiler_cache, "
                              "else none)")
-        sp.add_argument("--cache-remote", default="", metavar="URL",
+        sp.add_argument("--cache-remote", default=os.environ.get("BUILDER_CACHE_REMOTE", ""),
+                        metavar="URL",
                         help="remote storage for the compiler cache, e.g. "
-                             "redis://127.0.0.1:6379")
+                             "redis://127.0.0.1:6379 (default: $BUILDER_CACHE_REMOTE: give a "
+                             "URL with a password there, `ps` shows command lines)")
         sp.add_argument("--conan-remote", default="", metavar="NAME",
                         help="Conan remote for requirements with `provider: remote`")
         sp.add_argument("-j", "--jobs", type=_count, default=0, help="parallel compile jobs "

@@ -7,11 +7,11 @@ that prints errors and chooses the exit status.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from builder.cli import args as cli_args
@@ -203,34 +203,26 @@ def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a CI job cancelled, `kill`) stops a build like Ctrl-C: the running
-    command's whole process group is stopped and the build is recorded as interrupted."""
-    import signal
-    import threading
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int:
-    """Run the CLI.  ``runner`` replaces the subprocess runner (tests record argv)."""
-    try:
-        return _main(argv, runner)
-    except KeyboardInterrupt:
-        from builder.cli.interrupts import interrupted
+    """Run the CLI.  ``runner`` replaces the subprocess runner (tests record argv).
 
-        return interrupted()
+    Everything printed — results, progress, errors, a traceback — goes through the one
+    redactor (:class:`RedactingStream`); SIGTERM stops a command like Ctrl-C (exit 143)."""
+    from builder.cli import interrupts
+    from builder.util.secrets import RedactingStream
+
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(out), RedactingStream(err)
+    try:
+        with interrupts.signal_stops():
+            return _main(argv, runner)
+    except KeyboardInterrupt:
+        return interrupts.interrupted()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        sys.stdout, sys.stderr = out, err
 
 
 def _main(argv: Sequence[str] | None, runner: Runner | None) -> int:
@@ -260,17 +252,16 @@ def _main(argv: Sequence[str] | None, runner: Runner | None) -> int:
                 return cli_build.cmd_publish(args, ws)
             if args.command == "remote":
                 return cli_build.cmd_remote(args, ws)
-            with _terminate_as_interrupt():
-                return cli_build.cmd_build(args, ws, runner)
+            return cli_build.cmd_build(args, ws, runner)
         return commands[args.command](args, ws)
     except BuilderError as exc:
         if exc.exit_code == 130:
-            from builder.cli.interrupts import ignore_interrupts
+            from builder.cli import interrupts
 
-            ignore_interrupts()  # a second Ctrl-C while saying so changes nothing
-        from builder.util.secrets import redact
-
-        print(redact(exc.render()), file=sys.stderr)
+            interrupts.ignore_interrupts()  # a second Ctrl-C while saying so changes nothing
+            print(interrupts.message(exc.render()), file=sys.stderr)
+            return interrupts.exit_code()
+        print(exc.render(), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         from builder.cli.interrupts import interrupted

@@ -12,8 +12,10 @@ from builder.host.facts import HostFacts, load_host_facts
 from builder.host.probe import probe
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet
+from builder.resolve.options import secret_options
 from builder.resolve.request import Request
 from builder.resolve.resolver import env_snapshot, resolve
+from builder.util.secrets import remember, split_url
 from builder.workspace.paths import Workspace
 
 __all__ = ["find_project", "host_facts", "load_recipes", "make_plan", "refuse_credentials",
@@ -83,7 +85,8 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
                    memory_budget=args.memory_budget, jobs=args.jobs,
                    run_tests=not getattr(args, "no_tests", False),
                    conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
-                   cache_remote=args.cache_remote, remote=getattr(args, "remote", ""))
+                   cache_remote=split_url(args.cache_remote, "cache-remote")[1] or
+                   args.cache_remote, remote=getattr(args, "remote", ""))
 
 
 def refuse_credentials(recipes: list) -> None:  # type: ignore[type-arg]
@@ -125,6 +128,9 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
     host = host_facts(ws, rs, facts_file)
     request = request_for(args, roots, plan_all, frozenset(r.name for r in rs.closure(roots)))
     closure = rs.closure(roots)
+    for r in closure:  # the plan holds references to them: kept here, for the children
+        for name, value in secret_options(r, request).items():
+            remember(name, value)
     state = read_state(ws, closure)
     notes: list[str] = []
     if request.remote:

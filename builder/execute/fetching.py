@@ -13,6 +13,7 @@ from builder.execute.host import StepHost
 from builder.plan.model import Step
 from builder.plan.payloads import FetchSource
 from builder.util.files import replace_dir
+from builder.util.secrets import redact, reveal
 
 __all__ = ["fetch"]
 
@@ -36,7 +37,9 @@ def fetch(ex: StepHost, step: Step) -> None:
         if src.kind == "url":
             archive = dest.with_name(dest.name + ".download")
             try:
-                fetch.download(src.location, archive, src.sha256, limits)
+                # the URL with its token, read in this process only (never an argv)
+                fetch.download(reveal(src.credential) if src.credential else src.location,
+                               archive, src.sha256, limits)
                 fetch.extract(archive, partial, limits, src.location)
             finally:
                 archive.unlink(missing_ok=True)
@@ -44,7 +47,8 @@ def fetch(ex: StepHost, step: Step) -> None:
         try:
             ex.commands(replace(step, timeout=int(min(step.timeout or limits.timeout,
                                                          limits.timeout)),
-                                   env=(*step.env, *policy.git_env().items())))
+                                   env=(*step.env, *policy.git_env().items(),
+                                        *fetch.git_transport_env().items())))
         except StepFailed as failed:
             if "patch" in Path(failed.argv[0]).name:
                 failed.explanation = "a patch does not apply cleanly to this source"
@@ -64,8 +68,9 @@ def fetch(ex: StepHost, step: Step) -> None:
         failed_log = ex.log_path(step)
         failed_log.parent.mkdir(parents=True, exist_ok=True)
         with open(failed_log, "a", encoding="utf-8") as f:  # the log the error names
-            f.write(f"# fetch failed: {exc}\n")
-        raise StepFailed(step.id, [], 1, str(failed_log), [str(exc)], str(exc)) from None
+            f.write(redact(f"# fetch failed: {exc}\n"))
+        said = redact(str(exc))
+        raise StepFailed(step.id, [], 1, str(failed_log), [said], said) from None
     finally:
         shutil.rmtree(partial, ignore_errors=True)
 

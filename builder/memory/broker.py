@@ -32,6 +32,7 @@ from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, fall, relearn
 from builder.memory.policy import Job, Model, build_speed, envelope, released, sped_up
+from builder.memory.wire import HEARTBEAT, QUEUED, message, tell
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
 
@@ -335,9 +336,10 @@ class Broker:
         with conn, conn.makefile("rb") as f:
             try:
                 line = f.readline()
-                msg = _message(line) if line else {}
+                msg = message(line) if line else {}
                 if msg.get("op") != "acquire":
                     return
+                tell(conn, QUEUED)  # the launcher bounds its wait for this answer
                 rec, seen, cpu, curve = self._estimate(msg)
                 with self.cond:
                     job = Job(rec.id, rec.reserve, self._n, cpu, seen.threads, self._share(),
@@ -349,8 +351,12 @@ class Broker:
                         self._burst = self.now()
                     self.waiting.append(job)
                     self._schedule()
+                    waited = 0
                     while rec.id not in self.grants and not self._stopped:
                         self.cond.wait(1.0)
+                        waited += 1
+                        if waited % HEARTBEAT == 0:  # still queued: not a silent peer
+                            tell(conn, QUEUED)
                     if rec.id not in self.grants:
                         return  # the build is over: the launcher goes on without us
                     rec.alone, rec.lowmem = self.grants[rec.id]
@@ -366,7 +372,7 @@ class Broker:
                         conn.sendall(b'{"op": "pause"}\n')
                 result: dict[str, Any] = {}
                 for line in f:
-                    msg = _message(line)
+                    msg = message(line)
                     if msg.get("op") == "progress":
                         with self.cond:
                             live.cpu = float(msg.get("cpu", 0.0))
@@ -437,11 +443,3 @@ class Broker:
     def report(self) -> list[dict[str, Any]]:
         with self.cond:
             return [asdict(r) for r in self.records]
-
-
-def _message(line: bytes) -> dict[str, Any]:
-    """One line of a launcher's: a JSON object (ValueError: anything else)."""
-    msg = json.loads(line)
-    if not isinstance(msg, dict):
-        raise ValueError(f"not a message: {line[:80]!r}")
-    return msg

@@ -21,15 +21,11 @@ and its memory is measured as part of the outer job's process tree.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import io
-import json
 import math
 import os
 import resource
-import select
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -42,6 +38,7 @@ from pathlib import Path
 from builder.memory import jobgroup
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
+from builder.memory.wire import BrokerSilent, Channel, ask
 from builder.util.files import private_tmp, remove_orphans
 
 __all__ = [
@@ -109,58 +106,6 @@ def curve_of(samples: list[tuple[float, int]], cpu: float, points: int = CURVE_P
         top = max(b for _, b in ordered[first:last + 1])
         out.append(min(1.0, math.ceil(top / peak * 1000) / 1000))
     return tuple(out)
-
-
-class Channel:
-    """The launcher's side of its broker connection: JSON lines both ways; ``poll``
-    waits up to a timeout for the broker's commands."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.buf = b""
-        self.inbox: list[dict[str, object]] = []
-        self.closed = False
-
-    def send(self, msg: dict[str, object]) -> None:
-        try:
-            self.sock.sendall((json.dumps(msg) + "\n").encode())
-        except OSError:
-            self.closed = True
-
-    def _receive(self, timeout: float | None) -> None:
-        """Wait up to ``timeout`` (None: for ever) for data; queue the complete lines."""
-        try:
-            if timeout is not None and not select.select([self.sock], [], [], timeout)[0]:
-                return
-            data = self.sock.recv(65536)
-        except (OSError, ValueError):
-            data = b""
-        if not data:
-            self.closed = True
-        self.buf += data
-        while b"\n" in self.buf:
-            line, self.buf = self.buf.split(b"\n", 1)
-            with contextlib.suppress(ValueError):
-                self.inbox.append(json.loads(line))
-
-    def poll(self, timeout: float) -> list[dict[str, object]]:
-        """Commands received within ``timeout`` seconds (none once the broker is gone)."""
-        if self.closed:
-            time.sleep(timeout)
-        elif not self.inbox:
-            self._receive(timeout)
-        out, self.inbox = self.inbox, []
-        return out
-
-    def read(self) -> dict[str, object]:
-        """The next message, waiting for it ({} when the broker is gone)."""
-        while not self.inbox and not self.closed:
-            self._receive(None)
-        return self.inbox.pop(0) if self.inbox else {}
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
 
 
 @dataclass
@@ -324,16 +269,6 @@ def is_oom(rc: int, err: bytes) -> bool:
     return rc in (-9, 137) or any(m in err for m in OOM_MARKERS)
 
 
-def _ask(path: str, msg: dict[str, object]) -> tuple[Channel, dict[str, object]]:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    ch = Channel(s)
-    ch.send(msg)
-    if ch.closed:
-        raise OSError("the broker went away")
-    return ch, ch.read()
-
-
 def _done(ch: Channel, msg: dict[str, object]) -> None:
     ch.send(msg)
     ch.close()
@@ -378,14 +313,18 @@ def main(argv: list[str]) -> int:
     while True:
         group = jobgroup.make()
         try:
-            conn, grant = _ask(broker, {
+            conn, grant = ask(broker, {
                 "op": "acquire", "file": file, "argv": argv, "cwd": os.getcwd(),
                 "retry": retry, "requeued": requeued, "kind": kind,
                 "cgroup": str(group.path) if group else "",
                 "build_cgroup": os.environ.get(jobgroup.ENV, "")})
-        except OSError:
+        except OSError as exc:
             if group is not None:
                 group.remove()
+            if isinstance(exc, BrokerSilent):  # a wait with a bound, said
+                print(f"builder: the memory broker at {broker} is silent ({exc}); running "
+                      f"{src} without admission control (BUILDER_BROKER_TIMEOUT sets the "
+                      f"wait)", file=sys.stderr, flush=True)
             os.execvp(argv[0], argv)  # the broker went away: behave like no launcher
         cmd = list(argv)
         if grant.get("lowmem"):

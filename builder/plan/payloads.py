@@ -38,11 +38,12 @@ class FetchSource:
 
     TYPE: ClassVar[str] = "fetch"
     kind: str  # git | url
-    location: str
+    location: str  # without user info or tokens: what is shown and stored
     rev: str
     sha256: str
     dest: str
     partial: str
+    credential: str = ""  # ``${secret:NAME}``, the URL with its secret (builder.util.secrets)
 
 
 @dataclass(frozen=True)

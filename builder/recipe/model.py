@@ -85,11 +85,15 @@ class Source:
     """One source: a local folder, a git commit or a verified archive."""
 
     kind: str  # "path" | "git" | "url"
-    location: str  # the path (resolved, absolute), repository, or URL
+    location: str  # the path (resolved, absolute), repository, or URL (without secrets)
     rev: str = ""
     sha256: str = ""
     patches: tuple[str, ...] = ()
     subdir: str = ""
+    #: ``${secret:NAME}``: the recipe's URL with its user info or token, kept in the
+    #: process's vault (builder.util.secrets), never in a plan, log or file; "" without.
+    #: Out of the repr, which keys are made from: a new token is not a new source
+    credential: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,9 @@ class Option:
     cmake: str = ""
     env: str = ""
     legacy_env: str = ""
+    #: a secret's value: the plan holds a ``${secret:…}`` reference (out of the repr, which
+    #: keys are made from, so that recipes without it keep their keys)
+    secret: bool = field(default=False, repr=False)
 
 
 @dataclass(frozen=True)

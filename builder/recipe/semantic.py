@@ -36,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 from builder import backends as backend_registry
 from builder.backends.platforms import names as target_names
 from builder.recipe.diags import Diags, did_you_mean
+from builder.recipe.giturl import git_url_problems
 from builder.recipe.subst import is_known, variables
 from builder.recipe.yamlload import PathKey
 
@@ -65,6 +66,8 @@ def _check_option(name: str, spec: dict[str, Any], d: Diags) -> None:
     py = {"bool": bool, "int": int, "str": str, "list": list}[typ]
     base: PathKey = ("options", name)
     default = spec["default"]
+    if spec.get("secret") and typ != "str":
+        d.add((*base, "secret"), f"a secret option holds text, not a {typ}", "use type: str")
 
     def ok(value: Any, t: type) -> bool:
         return isinstance(value, t) and not (t is int and isinstance(value, bool))
@@ -309,6 +312,8 @@ def _check_source(src: dict[str, Any], recipe_dir: Path, project_root: Path, d: 
     if "git" in src and str(src["git"]).startswith("-"):
         d.add(("source", "git"), f"'{src['git']}' is not a repository",
               "give a URL or a path (a leading '-' would be read as an option)")
+    for problem, fix in git_url_problems(str(src.get("git", ""))):
+        d.add(("source", "git"), problem, fix)
     if "git" in src and not _is_full_rev(src.get("rev", "")):
         where = ("source", "rev")
         if not src.get("allow_branch"):

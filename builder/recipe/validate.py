@@ -234,7 +234,7 @@ def _option(name: str, spec: dict[str, Any]) -> m.Option:
     return m.Option(name, spec["type"], norm(spec["default"]),
                     tuple(norm(a) for a in spec.get("allowed", ())),
                     spec.get("description", ""), spec.get("cmake", ""), spec.get("env", ""),
-                    spec.get("legacy_env", ""))
+                    spec.get("legacy_env", ""), secret=bool(spec.get("secret", False)))
 
 
 def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
@@ -279,7 +279,11 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
 
 
 def _sources(data: dict[str, Any], recipe_dir: Path) -> tuple[m.Source, ...]:
-    """Path sources and patches resolved against the recipe's folder."""
+    """Path sources and patches resolved against the recipe's folder; a URL's user info
+    and token are kept as a secret (stored and shown without them)."""
+    from builder.util.secrets import split_url
+
+    name = data["package"]["name"]
     out = []
     for src in source_entries(data):
         patches = tuple(str((recipe_dir / p).resolve()) for p in src.get("patches", ()))
@@ -288,11 +292,13 @@ def _sources(data: dict[str, Any], recipe_dir: Path) -> tuple[m.Source, ...]:
             out.append(m.Source("path", str((recipe_dir / src["path"]).resolve()),
                                 patches=patches, subdir=subdir))
         elif "git" in src:
-            out.append(m.Source("git", src["git"], rev=src["rev"], patches=patches,
-                                subdir=subdir))
+            location, credential = split_url(src["git"], f"{name}/source")
+            out.append(m.Source("git", location, rev=src["rev"], patches=patches,
+                                subdir=subdir, credential=credential))
         else:
-            out.append(m.Source("url", src["url"], sha256=src["sha256"], patches=patches,
-                                subdir=subdir))
+            location, credential = split_url(src["url"], f"{name}/source")
+            out.append(m.Source("url", location, sha256=src["sha256"], patches=patches,
+                                subdir=subdir, credential=credential))
     return tuple(out)
 
 

@@ -5,16 +5,22 @@ are checked with ``twine check`` and uploaded with ``twine upload``.  Credential
 travel on a command line or into a log: twine reads ``TWINE_USERNAME`` /
 ``TWINE_PASSWORD`` from the environment builder inherits (the runner logs only the
 variables it *changes*), or asks the system keyring; a URL with a password in it is
-refused.  A wheel the index would refuse (a ``linux_<arch>`` tag: its step says why it
-was not repaired) is refused here first, with that reason.
+refused.  An upload is bounded (``BUILDER_INDEX_TIMEOUT``, a line while it waits), and
+SIGTERM or Ctrl-C stops twine with builder.  A wheel the index would refuse (a
+``linux_<arch>`` tag: its step says why it was not repaired) is refused here first, with
+that reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,7 +30,8 @@ from builder.plan.model import CACHED, SKIP, BuildPlan
 from builder.plan.payloads import WheelBuild
 from builder.workspace.paths import Workspace
 
-__all__ = ["UNFIT", "IndexError_", "check_url", "collect", "explain", "publish"]
+__all__ = ["PROGRESS_EVERY", "TIMEOUT", "UNFIT", "IndexError_", "check_url", "collect",
+           "explain", "publish", "timeout", "upload", "waiting"]
 
 UNFIT = re.compile(r"-linux_[a-z0-9_]+\.whl$")
 
@@ -105,20 +112,27 @@ def explain(output: str) -> tuple[str, str]:
 def publish(plan: BuildPlan, ws: Workspace, url: str, runner: Any,
             say: Callable[[str], None]) -> int:
     """Check and upload the plan's wheels to ``url``; returns how many were sent."""
-    from builder.errors import StepFailed
-    from builder.remote.conan import checked
-
     check_url(url)
     wheels = collect(plan)
     if not wheels:
         raise UsageError("no wheels to publish: the selected recipes list no python.versions")
+    return upload(wheels, url, ws.logs / "publish_index.log", ws.state, runner, say)
+
+
+def upload(wheels: list[Path], url: str, log: Path, cwd: Path, runner: Any,
+           say: Callable[[str], None]) -> int:
+    """``twine check`` then ``twine upload`` of ``wheels``, bounded by :func:`timeout`,
+    saying every :data:`PROGRESS_EVERY` seconds that it still waits."""
     import importlib.util
+
+    from builder.errors import StepFailed
+    from builder.remote.conan import checked
 
     if importlib.util.find_spec("twine") is None:
         raise UsageError("publishing to an index needs twine: pip install twine")
-    log = ws.logs / "publish_index.log"
-    ws.logs.mkdir(parents=True, exist_ok=True)
-    run = checked(runner, "publish --index", ws.state, {}, log, 1800)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    limit = timeout()
+    run = checked(runner, "publish --index", cwd, {}, log, limit)
     twine_cmd = [sys.executable, "-m", "twine"]
     for w in wheels:
         say(f"  {w.name}")
@@ -128,9 +142,57 @@ def publish(plan: BuildPlan, ws: Workspace, url: str, runner: Any,
         raise UsageError(f"twine check refused the wheels' metadata: "
                          f"{' / '.join(failed.tail[-3:])} (log: {log})") from None
     try:
-        run([*twine_cmd, "--no-color", "upload", "--non-interactive",
-             "--disable-progress-bar", "--repository-url", url, *map(str, wheels)])
+        with waiting(url, say):
+            run([*twine_cmd, "--no-color", "upload", "--non-interactive",
+                 "--disable-progress-bar", "--repository-url", url, *map(str, wheels)])
     except StepFailed as failed:
+        if any(t.startswith("# timed out after") for t in _log_tail(log)):  # the runner's
+            raise IndexError_(url, f"no upload finished within {limit} s (the index does not "
+                              f"answer)", f"check that the index is up and the URL is its "
+                              f"upload endpoint, or raise BUILDER_INDEX_TIMEOUT (log: {log})"
+                              ) from None
         why, fix = explain("\n".join(failed.tail))
         raise IndexError_(url, why, f"{fix} (log: {log})") from None
     return len(wheels)
+
+
+#: seconds an upload may take before it is stopped (``BUILDER_INDEX_TIMEOUT``)
+TIMEOUT = 600
+#: seconds between two "still waiting" lines
+PROGRESS_EVERY = 10.0
+
+
+def timeout() -> int:
+    text = os.environ.get("BUILDER_INDEX_TIMEOUT", "").strip()
+    if not text:
+        return TIMEOUT
+    if not text.isdigit() or not 1 <= int(text) <= 86400:
+        raise UsageError(f"BUILDER_INDEX_TIMEOUT={text!r}: give seconds, 1 to 86400")
+    return int(text)
+
+
+@contextlib.contextmanager
+def waiting(url: str, say: Callable[[str], None]) -> Iterator[None]:
+    """A line every :data:`PROGRESS_EVERY` seconds while the index has not answered."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(PROGRESS_EVERY):
+            with contextlib.suppress(Exception):
+                say(f"  still waiting for {url} ({time.monotonic() - start:.0f} s)")
+
+    t = threading.Thread(target=tick, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        done.set()
+        t.join(1.0)
+
+
+def _log_tail(log: Path) -> list[str]:
+    try:
+        return log.read_text(encoding="utf-8", errors="replace").splitlines()[-3:]
+    except OSError:
+        return []

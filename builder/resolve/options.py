@@ -15,8 +15,9 @@ from __future__ import annotations
 from builder.errors import UsageError
 from builder.recipe.model import Option, OptionValue, Recipe, option_text
 from builder.resolve.request import Request
+from builder.util.secrets import reference
 
-__all__ = ["parse_option_value", "resolve_options"]
+__all__ = ["parse_option_value", "resolve_options", "secret_name", "secret_options"]
 
 
 
@@ -64,6 +65,27 @@ def parse_option_value(opt: Option, raw: str, origin: str) -> OptionValue:
 
 def resolve_options(recipe: Recipe, request: Request,
                     notes: list[str]) -> dict[str, OptionValue]:
+    """Each option's value; a ``secret: true`` option that was given a value has its
+    reference instead (:func:`secret_options` gives the values, to the CLI only)."""
+    values = _given(recipe, request, notes)
+    for o in recipe.options:
+        if o.secret and values[o.name] != o.default:
+            values[o.name] = reference(secret_name(recipe.name, o.name))
+    return values
+
+
+def secret_name(recipe: str, option: str) -> str:
+    return f"{recipe}/options/{option}"
+
+
+def secret_options(recipe: Recipe, request: Request) -> dict[str, str]:
+    """{vault name: value} of the recipe's secret options that were given a value."""
+    values = _given(recipe, request, [])
+    return {secret_name(recipe.name, o.name): str(values[o.name]) for o in recipe.options
+            if o.secret and values[o.name] != o.default}
+
+
+def _given(recipe: Recipe, request: Request, notes: list[str]) -> dict[str, OptionValue]:
     env = dict(request.env)
     values: dict[str, OptionValue] = {o.name: o.default for o in recipe.options}
     for o in recipe.options:

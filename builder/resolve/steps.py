@@ -269,6 +269,8 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
     src, v, host = ctx.recipe.sources[0], ctx.variant, ctx.host
     partial = str(dest) + ".partial"
     commands: list[tuple[str, ...]] = []
+    from builder.util.secrets import header_reference
+
     if src.kind == "git":
         from builder.recipe.semantic import is_full_rev
 
@@ -288,11 +290,17 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
         status = CACHED
     # a path source (patched, or it would not be here) is copied: the digest names the copy
     sha = ctx.source_digests.get(src.location, "") if src.kind == "path" else src.sha256
+    # git's credentials: an HTTP header from the environment (a reference the runner fills
+    # in), never the URL on its command line
+    env = (("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "http.extraHeader"),
+           ("GIT_CONFIG_VALUE_0", header_reference(src.credential))) \
+        if src.kind == "git" and src.credential else ()
     return [Step(id=f"{v.id}/fetch", kind="fetch", variant=v.id, commands=tuple(commands),
                  cwd=str(ctx.ws.state), outputs=(str(dest),), status=status, reason=reason,
-                 fix=fix, inputs_hash=dest.name, timeout=1800,
+                 fix=fix, inputs_hash=dest.name, timeout=1800, env=env,
                  payload=FetchSource(kind=src.kind, location=src.location, rev=src.rev,
-                                     sha256=sha, dest=str(dest), partial=partial))]
+                                     sha256=sha, dest=str(dest), partial=partial,
+                                     credential=src.credential))]
 
 
 def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list[Step]:

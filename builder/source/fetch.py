@@ -20,8 +20,8 @@ from pathlib import Path, PurePosixPath
 from builder.errors import FetchError
 from builder.source.policy import Limits
 
-__all__ = ["MARKER", "download", "extract", "is_fetched", "source_key", "strip_single_top",
-           "write_marker"]
+__all__ = ["MARKER", "download", "extract", "git_transport_env", "is_fetched", "source_key",
+           "strip_single_top", "write_marker"]
 
 MARKER = ".builder-source.json"
 
@@ -33,18 +33,30 @@ def source_key(kind: str, location: str, rev: str, sha256: str,
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def git_transport_env() -> dict[str, str]:
+    """Only the transports a recipe may name (:data:`GIT_PROTOCOLS`): git refuses
+    ``fd::``, ``ext::`` and other remote helpers, which could run commands or wait on a
+    descriptor forever, even from a submodule's URL."""
+    from builder.recipe.giturl import GIT_PROTOCOLS
+
+    return {"GIT_ALLOW_PROTOCOL": ":".join(GIT_PROTOCOLS), "GIT_PROTOCOL_FROM_USER": "0"}
+
+
 def download(url: str, dest: Path, expected: str, limits: Limits | None = None) -> None:
     """Download ``url`` to ``dest``, verifying its sha256 (the file is removed on mismatch),
-    within ``limits`` (time and size)."""
+    within ``limits`` (time and size).  ``url`` may hold a token: messages show it redacted."""
     import urllib.request  # lazily: planning imports this module, only fetching downloads
 
+    from builder.util.secrets import redact
+
+    full, url = url, redact(url)
     limits = limits or Limits()
     h = hashlib.sha256()
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if not url.startswith(("https://", "http://", "file://")):
+    if not full.startswith(("https://", "http://", "file://")):
         raise FetchError(f"unsupported URL scheme in {url} (use https:// or file://)")
     if url.startswith("file://"):  # /dev/zero or a FIFO would never end
-        local = urllib.request.url2pathname(url[len("file://"):])
+        local = urllib.request.url2pathname(full[len("file://"):])
         try:
             regular = stat.S_ISREG(os.stat(local).st_mode)
         except OSError as exc:
@@ -54,7 +66,7 @@ def download(url: str, dest: Path, expected: str, limits: Limits | None = None) 
     deadline = time.monotonic() + limits.timeout
     size = 0
     try:
-        with urllib.request.urlopen(url, timeout=min(60, limits.timeout)) as resp, \
+        with urllib.request.urlopen(full, timeout=min(60, limits.timeout)) as resp, \
                 open(dest, "wb") as out:
             for chunk in iter(lambda: resp.read(1 << 20), b""):
                 size += len(chunk)
@@ -70,7 +82,7 @@ def download(url: str, dest: Path, expected: str, limits: Limits | None = None) 
                 out.write(chunk)
     except (OSError, ValueError) as exc:
         dest.unlink(missing_ok=True)
-        raise FetchError(f"cannot download {url}: {exc}") from None
+        raise FetchError(f"cannot download {url}: {redact(str(exc))}") from None
     except FetchError:
         dest.unlink(missing_ok=True)
         raise

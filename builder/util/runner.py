@@ -170,9 +170,18 @@ class SubprocessRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         start = time.monotonic()
-        from builder.util.secrets import redact  # no credential reaches a log
+        from builder.util.secrets import in_argv, redact, reveal  # the one redactor
 
-        secrets = {**os.environ, **env_changes}
+        leaked = in_argv(argv)
+        if leaked:  # ps and /proc/PID/cmdline show every argv to every user
+            msg = f"refusing to run {argv[0]}: a secret is in its command line ({leaked})"
+            with open(log_path, "w", encoding="utf-8") as log:
+                log.write(msg + "\n")
+            return Result(126, [msg], 0.0)
+        # ${secret:NAME} references become values in the child's environment only: the
+        # log below shows the references
+        child_changes = {k: reveal(v) for k, v in env_changes.items()}
+        secrets = {**os.environ, **child_changes}
         with open(log_path, "w", encoding="utf-8", errors="replace") as log:
             log.write(redact(f"$ {shlex.join(argv)}\n", secrets))
             log.write(f"# cwd: {cwd}\n")
@@ -181,7 +190,7 @@ class SubprocessRunner:
             log.flush()
             try:
                 proc = subprocess.Popen(list(argv), cwd=cwd,
-                                        env=_child_env(env_changes, self.owner),
+                                        env=_child_env(child_changes, self.owner),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as exc:

@@ -77,6 +77,7 @@ MAPPING: dict[str, str] = {
     "options.*.cmake": "Recipe.options[].cmake",
     "options.*.env": "Recipe.options[].env",
     "options.*.legacy_env": "Recipe.options[].legacy_env",
+    "options.*.secret": "Recipe.options[].secret",
     "backends.*": "Recipe.backends[].name",
     "backends.*.kind": "Recipe.backends[].kind",
     "backends.*.target": "Recipe.backends[].target",
@@ -151,6 +152,7 @@ DERIVED: dict[str, str] = {
     "Recipe.display": "how the file is named in messages (display_path)",
     "Recipe.digest": "sha256 of the recipe file's bytes",
     "Recipe.positions": "line/column of every value, from the YAML loader",
+    "Source.credential": "a reference to the git/url source's URL when it holds a secret",
 }
 
 # -- the schema's paths ----------------------------------------------------------------------
@@ -391,7 +393,7 @@ MAXIMAL: dict[str, Any] = {
                         "cmake": "SENTINEL_CMAKE", "env": "SENTINEL_ENV",
                         "legacy_env": "SENTINEL_LEGACY"},
         "sentinel_mode": {"type": "str", "default": "sentinel_a",
-                          "allowed": ["sentinel_a", "sentinel_b"]},
+                          "allowed": ["sentinel_a", "sentinel_b"], "secret": True},
         "sentinel_count": {"type": "int", "default": 4711},
         "sentinel_archs": {"type": "list", "default": ["sm_89"]},
         "sentinel_unity": {"type": "bool", "default": False},
