@@ -58,7 +58,16 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
 def manifest_complete(folder: Path, manifest: dict[str, Any],
                       cache: StatCache | None = None, content: bool = True) -> bool:
     """Every file the manifest lists is a regular file with its recorded size and — with
-    ``content`` — sha256 (through ``cache``, so an unchanged file is not re-read)."""
+    ``content`` — sha256 (through ``cache``, so an unchanged file is not re-read), and
+    every link it lists points where it did (a deleted or retargeted link is repaired by
+    the next build)."""
+    from builder.workspace.verify import link_problems
+
+    try:
+        if link_problems(folder, manifest):
+            return False
+    except (KeyError, TypeError):
+        return False
     for f in manifest.get("files", ()):
         try:
             p = folder / f["path"]
