@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.recipe.subst import Interpolated
 from builder.recipe.yamlload import Positions
 
 __all__ = [
@@ -311,6 +312,11 @@ class Recipe:
     build_spec: BuildSpec = field(default=BuildSpec(), repr=False)
     digest: str = ""  # sha256 of the recipe file's bytes
     positions: Positions | None = field(default=None, compare=False, hash=False, repr=False)
+    #: every text substitution applies to, with its place and key side (derived from the
+    #: schema by the loader: :func:`builder.recipe.subst.interpolated`); the texts
+    #: themselves are keyed as fields, this says which ``${env.X}`` they read
+    substituted: tuple[Interpolated, ...] = field(default=(), compare=False, hash=False,
+                                                  repr=False)
 
     def backend(self, name: str) -> BackendSpec | None:
         for b in self.backends:

@@ -24,6 +24,7 @@ from builder.recipe import model as m
 from builder.recipe.diags import Diags, did_you_mean
 from builder.recipe.schemapass import SchemaPasses
 from builder.recipe.semantic import check_semantics, source_entries
+from builder.recipe.subst import interpolated
 from builder.recipe.yamlload import PathKey, Positions, format_path
 from builder.resources import text as resource_text
 
@@ -275,7 +276,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
                                tuple((v.get("min_arch") or {}).items()),
                                tuple((b, tuple(f)) for b, f in (v.get("flags") or {}).items()))
                       for k, v in (data.get("kernels") or {}).items()),
-        digest=digest, positions=pos)
+        digest=digest, positions=pos, substituted=tuple(interpolated(schema(), data)))
 
 
 def _sources(data: dict[str, Any], recipe_dir: Path) -> tuple[m.Source, ...]:
@@ -357,7 +358,7 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         if not d.items and passes is not None:
             passes.add(digest)
     if not d.items:
-        check_semantics(data, d, file.resolve().parent, project_root_of(file))
+        check_semantics(data, d, file.resolve().parent, project_root_of(file), schema())
     else:
         # the semantic checks too, in the same round, on what the schema errors leave
         # readable: a part they cannot read is skipped, and a finding inside a part the
@@ -365,7 +366,8 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         bad = [x.path for x in d.items]
         sem = Diags(pos)
         with contextlib.suppress(KeyError, TypeError, AttributeError, ValueError, IndexError):
-            check_semantics(data, sem, file.resolve().parent, project_root_of(file))
+            check_semantics(data, sem, file.resolve().parent, project_root_of(file),
+                            schema())
         d.items += [x for x in sem.items if not any(
             not b or x.path == b or x.path.startswith((b + ".", b + "[")) for b in bad)]
     if d.items:

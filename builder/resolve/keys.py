@@ -197,7 +197,8 @@ def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:
         return [plain(i) for i in x] if isinstance(x, tuple | list) else x
 
     r = k.recipe
-    where = {"file", "display", "digest", "positions", "sources"}  # sources: "source"
+    where = {"file", "display", "digest", "positions", "substituted",
+             "sources"}  # sources: "source"; substituted: the texts of other fields
     recipe_pins = {f"recipe.{f.name}": digest(f.name, plain(getattr(r, f.name)))[:16]
                    for f in fields(r) if f.name not in where}
     return tuple(sorted({

@@ -13,6 +13,7 @@ This module holds the steps every kind shares (fetch, tests, wheels); the CMake 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TypedDict
 
 from builder import backends as registry
 from builder.backends.platforms import Platform
+from builder.errors import Diagnostic, Location, RecipeError
 from builder.host.facts import HostFacts, PythonInfo
 from builder.plan.model import BUILD, CACHED, SKIP, Step, Variant
 from builder.plan.payloads import (
@@ -31,6 +33,8 @@ from builder.plan.payloads import (
 )
 from builder.recipe.model import FlagSet, OptionValue, Recipe, digest, option_text
 from builder.recipe.subst import substitute
+from builder.recipe.yamlload import format_path
+from builder.resolve.keyinputs import env_values
 from builder.source.fetch import source_key
 from builder.wheels.metadata import WheelPlan, plan_wheel
 from builder.workspace.paths import Workspace
@@ -141,8 +145,8 @@ class VariantContext:
         for k, val in self.options.items():
             out[f"options.{k}"] = ("ON" if val else "OFF") if isinstance(val, bool) \
                 else option_text(val)
-        for k, val in self.env.items():
-            out[f"env.{k}"] = val
+        # only the variables the recipe's substituted texts name, which are keyed
+        out.update(env_values(self.recipe, self.env))
         out.update(extra)
         return out
 
@@ -254,11 +258,28 @@ def collect_step(ctx: VariantContext, vals: dict[str, str], stage: Path, after: 
     wrong."""
     r = ctx.recipe
     files = tuple((substitute(f.src, vals), substitute(f.dest, vals)) for f in r.install.files)
+    for i, (src, _) in enumerate(files):
+        whole = os.path.normpath(os.path.join(vals["source"], src.strip() or "."))
+        if not src.strip() or whole in (os.path.normpath(vals["source"]), os.sep):
+            raise _whole_tree(r, i, src)
     return Step(id=f"{ctx.variant.id}/collect", kind="collect", deps=(after,),
                 outputs=(str(stage), *([wheel_to] if wheel_to else [])), **common,
                 payload=CollectInstall(stage=str(stage), source=vals["source"], files=files,
                                        wheel_from=wheel_from, wheel_to=wheel_to,
                                        unpack=r.install.project_rules, clean=clean))
+
+
+def _whole_tree(r: Recipe, i: int, src: str) -> RecipeError:
+    """``install.files[i].from`` that names the whole source tree (or nothing)."""
+    path = ("install", "files", i, "from")
+    loc = r.positions.location(path) if r.positions else Location(r.display)
+    return RecipeError([Diagnostic(
+        Location(r.display, loc.line, loc.col), format_path(path),
+        f"install.files from {r.install.files[i].src!r} is {src!r} once substituted: "
+        f"{'nothing' if not src.strip() else 'the whole tree'}; builder never copies the "
+        f"whole source tree into an install",
+        "name the files or folder to collect (e.g. include, ${build}/libx.so)",
+        r.positions.line_text(loc.line) if r.positions else "")])
 
 
 def fetch_steps(ctx: VariantContext) -> list[Step]:

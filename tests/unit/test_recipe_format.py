@@ -151,6 +151,7 @@ DERIVED: dict[str, str] = {
     "Recipe.display": "how the file is named in messages (display_path)",
     "Recipe.digest": "sha256 of the recipe file's bytes",
     "Recipe.positions": "line/column of every value, from the YAML loader",
+    "Recipe.substituted": "the texts the schema marks x-substitute (subst.interpolated)",
 }
 
 # -- the schema's paths ----------------------------------------------------------------------
