@@ -153,8 +153,9 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
         building = {v.recipe for v in plan.variants if v.status == BUILD}
         for r in closure:
             for s in r.sources if r.name in building else ():
-                if s.kind == "path":
-                    check_tree(Path(s.location), f"{r.display}: source.path")
+                # a patched one is checked as patched, in builder's copy (its fetch step)
+                if s.kind == "path" and not s.patches:
+                    check_tree(Path(s.location), f"{r.display}: source.path", s.exclude)
     if notes:
         plan = replace(plan, notes=(*notes, *plan.notes))
     return plan, [r.name for r in roots]

@@ -31,8 +31,16 @@ def fetch(ex: StepHost, step: Step) -> None:
         if src.kind == "path":  # a patched local folder: patched in builder's copy
             from builder.source.digest import SKIP_DIRS
 
-            shutil.copytree(src.location, partial, symlinks=True,
-                            ignore=shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info"))
+            skip = shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info")
+            root = Path(src.location)
+
+            def ignore(folder: str, names: list[str]) -> set[str]:
+                rel = Path(folder).relative_to(root).as_posix()
+                return set(skip(folder, names)) | {
+                    n for n in names if policy.excluded(
+                        n if rel == "." else f"{rel}/{n}", src.exclude)}
+
+            shutil.copytree(src.location, partial, symlinks=True, ignore=ignore)
         if src.kind == "url":
             archive = dest.with_name(dest.name + ".download")
             try:
@@ -41,10 +49,13 @@ def fetch(ex: StepHost, step: Step) -> None:
             finally:
                 archive.unlink(missing_ok=True)
             fetch.strip_single_top(partial)
+        timeout = int(min(step.timeout or limits.timeout, limits.timeout))
+        env = (*step.env, *policy.git_env().items())
+        cut = len(step.commands) - src.patches  # the checkout, then the patches
         try:
-            ex.commands(replace(step, timeout=int(min(step.timeout or limits.timeout,
-                                                         limits.timeout)),
-                                   env=(*step.env, *policy.git_env().items())))
+            ex.commands(replace(step, timeout=timeout, env=env, commands=step.commands[:cut]))
+            policy.prune(partial, src.exclude)  # excluded: gone before the patches apply
+            ex.commands(replace(step, timeout=timeout, env=env, commands=step.commands[cut:]))
         except StepFailed as failed:
             if "patch" in Path(failed.argv[0]).name:
                 failed.explanation = "a patch does not apply cleanly to this source"

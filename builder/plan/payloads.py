@@ -43,6 +43,11 @@ class FetchSource:
     sha256: str
     dest: str
     partial: str
+    #: source.exclude: removed from the tree before the patches apply (a path source's
+    #: are never copied)
+    exclude: tuple[str, ...] = ()
+    #: how many of the step's commands, at the end, apply patches
+    patches: int = 0
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,9 @@ class Source:
     sha256: str = ""
     patches: tuple[str, ...] = ()
     subdir: str = ""
+    #: globs of paths left out of the tree (not inputs, not copied); out of the repr so
+    #: that sources without them keep their keys — the content digest leaves them out
+    exclude: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)

@@ -285,15 +285,16 @@ def _sources(data: dict[str, Any], recipe_dir: Path) -> tuple[m.Source, ...]:
     for src in source_entries(data):
         patches = tuple(str((recipe_dir / p).resolve()) for p in src.get("patches", ()))
         subdir = src.get("subdir", "")
+        exclude = tuple(src.get("exclude", ()))
         if "path" in src:
             out.append(m.Source("path", str((recipe_dir / src["path"]).resolve()),
-                                patches=patches, subdir=subdir))
+                                patches=patches, subdir=subdir, exclude=exclude))
         elif "git" in src:
             out.append(m.Source("git", src["git"], rev=src["rev"], patches=patches,
-                                subdir=subdir))
+                                subdir=subdir, exclude=exclude))
         else:
             out.append(m.Source("url", src["url"], sha256=src["sha256"], patches=patches,
-                                subdir=subdir))
+                                subdir=subdir, exclude=exclude))
     return tuple(out)
 
 

@@ -116,9 +116,10 @@ class VariantContext:
         (its patches are applied to the copy, never to the folder itself); None for an
         unpatched local folder, which is built where it is."""
         src = self.recipe.sources[0]
-        if src.kind == "path" and not src.patches:
+        if src.kind == "path" and not src.patches and not src.exclude:
             return None
-        digests = tuple(self.file_digests.get(p, "") for p in src.patches)
+        digests = tuple(self.file_digests.get(p, "") for p in src.patches) + \
+            tuple(f"exclude:{g}" for g in src.exclude)
         content = self.source_digests.get(src.location, "") if src.kind == "path" \
             else src.sha256
         return self.ws.sources / source_key(src.kind, src.location, src.rev,
@@ -313,7 +314,8 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
                  cwd=str(ctx.ws.state), outputs=(str(dest),), status=status, reason=reason,
                  fix=fix, inputs_hash=dest.name, timeout=1800,
                  payload=FetchSource(kind=src.kind, location=src.location, rev=src.rev,
-                                     sha256=sha, dest=str(dest), partial=partial))]
+                                     sha256=sha, dest=str(dest), partial=partial,
+                                     exclude=src.exclude, patches=len(src.patches)))]
 
 
 def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list[Step]:

@@ -136,7 +136,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     for r in recipes:
         for s in r.sources:
             if s.kind == "path" and s.location not in source_digests:
-                source_digests[s.location] = tree_digest(Path(s.location), cache)
+                source_digests[s.location] = tree_digest(Path(s.location), cache, s.exclude)
         for s in r.sources:
             for patch in s.patches:
                 if patch not in file_digests and _is_file(Path(patch)):
