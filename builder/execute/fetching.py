@@ -64,6 +64,7 @@ def fetch(ex: StepHost, step: Step) -> None:
                                      "rev": src.rev, "sha256": src.sha256}
         if src.kind == "git":
             marker["commit"] = _checked_commit(ex, step, src, partial)
+            marker["resolved"] = resolved_at()
         if policy.tree_size(partial) > limits.max_size:
             raise FetchError(f"{src.location}: larger than the fetch size "
                                    f"cap ({limits.max_size} bytes); raise "
@@ -96,3 +97,10 @@ def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -
         with open(ex.log_path(step), "a", encoding="utf-8") as log:
             log.write(f"# {rev} resolved to commit {head}\n")
     return head
+
+
+def resolved_at() -> str:
+    """When a branch was resolved (UTC), recorded in the fetched tree's marker."""
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
