@@ -224,6 +224,9 @@ class TestSpec:
     #: the command may run no test at all (otherwise a run that found none fails); kept
     #: out of the repr, which keys are made from (keys.model_digest adds it when set)
     allow_empty: bool = field(default=False, repr=False)
+    #: a bool option that builds the test: off, the test is skipped (out of the repr like
+    #: allow_empty; the option's value is in the compile key)
+    enabled_by: str = field(default="", repr=False)
 
     def device_for(self, backend: str) -> str:
         return dict(self.devices).get(backend, backend)

@@ -228,7 +228,8 @@ def _check_install(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
 
 
 def _check_switches(data: dict[str, Any], options: dict[str, Any], d: Diags) -> None:
-    """``memory.unity/pch.enabled`` and ``build.enabled_by`` name bool options."""
+    """``memory.unity/pch.enabled``, ``build.enabled_by`` and ``test[].enabled_by`` name
+    bool options."""
     mem = data.get("memory") or {}
     for part in ("unity", "pch"):
         flag = (mem.get(part) or {}).get("enabled")
@@ -240,10 +241,14 @@ def _check_switches(data: dict[str, Any], options: dict[str, Any], d: Diags) -> 
             elif options.get(names[0][8:], {}).get("type") != "bool":
                 d.add(("memory", part, "enabled"), f"{flag} must name a bool option",
                       f"declare options.{names[0][8:]} with type: bool")
-    enabled_by = (data.get("build") or {}).get("enabled_by")
-    if enabled_by and options.get(enabled_by, {}).get("type") != "bool":
-        d.add(("build", "enabled_by"), f"enabled_by names '{enabled_by}', which is not a bool "
-              "option", f"declare options.{enabled_by} with type: bool")
+    switches: list[tuple[PathKey, Any]] = [
+        (("build", "enabled_by"), (data.get("build") or {}).get("enabled_by")),
+        *((("test", i, "enabled_by"), t.get("enabled_by"))
+          for i, t in enumerate(data.get("test") or ()) if isinstance(t, dict))]
+    for path, enabled_by in switches:
+        if enabled_by and options.get(enabled_by, {}).get("type") != "bool":
+            d.add(path, f"enabled_by names '{enabled_by}', which is not a bool option",
+                  f"declare options.{enabled_by} with type: bool")
 
 
 def _check_kernels(data: dict[str, Any], system: str, d: Diags) -> None:

@@ -334,7 +334,7 @@ def _test(t: dict[str, Any]) -> m.TestSpec:
     return m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
                       tuple(t.get("backends", ())), tuple((t.get("devices") or {}).items()),
                       t.get("timeout", 1800), bool(t.get("needs_gpu", False)), t.get("cwd", ""),
-                      bool(t.get("allow_empty", False)))
+                      bool(t.get("allow_empty", False)), t.get("enabled_by", ""))
 
 
 def _install(inst: dict[str, Any]) -> m.InstallSpec:

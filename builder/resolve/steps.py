@@ -223,6 +223,9 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str,
                 st, rs, fx = SKIP, f"no Python {py} interpreter found", f"pyenv install {py}"
             elif st == BUILD and compiled and passed(ctx, inputs_hash):
                 st, rs = CACHED, "up to date: passed with the same variant key"
+            elif st == BUILD and t.enabled_by and ctx.options.get(t.enabled_by) is False:
+                st, rs = SKIP, f"option {t.enabled_by} is off: the test is not built"
+                fx, optional = f"-o {v.recipe}:{t.enabled_by}=true to build and run it", True
             elif st == BUILD and not ctx.run_tests:
                 st, rs, fx = SKIP, "tests not requested (--no-tests)", "drop --no-tests"
                 optional = True

@@ -117,6 +117,7 @@ MAPPING: dict[str, str] = {
     "install.files[].to": "Recipe.install.files[].dest",
     "install.project_rules": "Recipe.install.project_rules",
     "test[].allow_empty": "Recipe.tests[].allow_empty",
+    "test[].enabled_by": "Recipe.tests[].enabled_by",
     "wheel.manylinux": "Recipe.wheel.manylinux",
     "wheel.exclude": "Recipe.wheel.exclude",
     "wheel.requires": "Recipe.wheel.requires",
@@ -426,7 +427,8 @@ MAXIMAL: dict[str, Any] = {
     "test": [{"name": "sentinel-test", "run": ["sentinel-run", "${python}"],
               "env": {"SENTINEL_TEST_ENV": "sentinel_env_value"}, "cwd": "sentinel_cwd",
               "backends": ["sentinelarm"], "devices": {"cuda": "sentinel_device"},
-              "timeout": 4321, "needs_gpu": True, "allow_empty": True}],
+              "timeout": 4321, "needs_gpu": True, "allow_empty": True,
+              "enabled_by": "sentinel_on"}],
     "install": {"root": "~/sentinel_root", "layout": "${backend}/sentinel/${kernel}.${ext}"},
 }
 
