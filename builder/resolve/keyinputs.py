@@ -23,7 +23,8 @@ from builder.recipe.model import Recipe
 from builder.recipe.subst import Interpolated, env_default, variables
 from builder.recipe.yamlload import format_path
 
-__all__ = ["compile_texts", "env_inputs", "env_names", "env_values", "test_texts", "texts"]
+__all__ = ["compile_texts", "env_inputs", "env_names", "env_values", "require_set",
+           "test_texts", "texts"]
 
 
 def texts(recipe: Recipe) -> list[str]:
@@ -63,22 +64,31 @@ def env_values(recipe: Recipe, env: Mapping[str, str]) -> dict[str, str]:
     return {f"env.{n}": env[n] for n in env_names(recipe) if n in env}
 
 
-def env_inputs(recipe: Recipe, env: Mapping[str, str], tests: bool = False
-               ) -> list[tuple[str, str]]:
+def _elsewhere(text: Interpolated, backend: str) -> bool:
+    """A text of another backend than ``backend`` ("": every backend's is used)."""
+    return bool(backend) and len(text.path) > 1 and text.path[0] == "backends" and \
+        text.path[1] != backend
+
+
+def env_inputs(recipe: Recipe, env: Mapping[str, str], tests: bool = False,
+               backend: str = "") -> list[tuple[str, str]]:
     """(name, value) of every variable ``recipe``'s compile texts substitute (``tests``:
-    of those only its tests substitute).  A default counts as the value when it is used;
-    an unset variable without one raises :class:`RecipeError` at its place."""
-    refs = _refs(recipe)
+    of those only its tests substitute).  The raw value: a default is recipe text, keyed
+    with its field; an unset variable is keyed as unset (a variant that is built needs it
+    set: :func:`require_set`).  ``backend``: the variant's; another backend's texts are
+    not its inputs."""
+    refs = [r for r in _refs(recipe) if not _elsewhere(r[2], backend)]
     compiled = {n for n, _, t in refs if t.scope != "test"}
-    out: dict[str, str] = {}
-    for name, default, text in refs:
-        if (name in compiled) == tests:
-            continue
-        if name not in env and default is None:
+    return sorted({name: env.get(name, "\0unset") for name, _, _ in refs
+                   if (name in compiled) != tests}.items())
+
+
+def require_set(recipe: Recipe, env: Mapping[str, str], backend: str) -> None:
+    """Raise :class:`RecipeError` at the first ``${env.NAME}`` without a default that is
+    unset, among the texts a ``backend`` variant uses (another backend's are its own)."""
+    for name, default, text in _refs(recipe):
+        if name not in env and default is None and not _elsewhere(text, backend):
             raise _unset(recipe, name, text)
-        # the raw value: a default is recipe text, keyed with its field
-        out[name] = env.get(name, "(unset: the default applies)")
-    return sorted(out.items())
 
 
 def _unset(recipe: Recipe, name: str, text: Interpolated) -> RecipeError:

@@ -35,7 +35,7 @@ from builder.resolve import checks, keys
 from builder.resolve.cmakesteps import cmake_steps
 from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
-from builder.resolve.keyinputs import env_inputs, env_names
+from builder.resolve.keyinputs import env_inputs, env_names, require_set
 from builder.resolve.options import resolve_options
 from builder.resolve.pysteps import python_steps
 from builder.resolve.request import Request, memory_budget
@@ -133,6 +133,8 @@ class _Resolution:
         deps = self._dependencies(recipe, spec, build_type, python, found.problems)
         inputs = self._key_inputs(recipe, spec, be, build_type, python, options, found, deps)
         variant = self._variant(inputs, found, deps, vnotes)
+        if variant.status != SKIP:  # one that is built needs each variable it reads set
+            require_set(recipe, dict(self.request.env), spec.name)
         self.memo[memo_key] = variant
         variant, new_steps = self._steps(variant, inputs, found, deps)
         self.memo[memo_key] = variant
@@ -223,8 +225,9 @@ class _Resolution:
             tools=keys.tool_versions(host, be, found.platform),
             conan=keys.conan_pins(recipe, host, multiarch),
             deps=[d.compile_key for d in deps],
-            env=tuple(env_inputs(recipe, dict(self.request.env))),
-            test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True)),
+            env=tuple(env_inputs(recipe, dict(self.request.env), backend=spec.name)),
+            test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True,
+                                      backend=spec.name)),
             py_reqs=tuple(keys.python_requirements(recipe, host.python(found.python)
                                                    if found.python else None)))
 

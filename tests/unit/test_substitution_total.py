@@ -139,3 +139,24 @@ def test_a_substituted_field_without_the_mark_fails_instead_of_building_unkeyed(
     with pytest.raises(RecipeError) as e:
         _key(project, ["greet"], "a")
     assert "${env.GREET_X} has no value here" in e.value.diagnostics[0].render()
+
+
+def test_only_a_variant_that_is_built_needs_its_variables(project: Path) -> None:
+    """Another backend's variable is neither an error nor an input of this variant."""
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text().replace(
+        "  cpu: {}\n", '  cpu: {}\n  cuda:\n    defines:\n      GX: "${env.GREET_X}"\n'))
+    plan = plan_for(project, ["greet"], "linux-cuda13", env=(("HOME", "/h"),),
+                    backends=("cpu",))
+    assert [v.backend for v in plan.variants] == ["cpu"]
+    with pytest.raises(RecipeError):
+        plan_for(project, ["greet"], "linux-cuda13", env=(("HOME", "/h"),),
+                 backends=("cuda",))
+    keys = {plan_for(project, ["greet"], "linux-cuda13", backends=("cpu",), env=env)
+            .variants[0].compile_key for env in ((("HOME", "/h"),),
+                                                 (("HOME", "/h"), ("GREET_X", "x")))}
+    assert len(keys) == 1, "the cuda backend's variable rebuilt the cpu variant"
+    cuda = {plan_for(project, ["greet"], "linux-cuda13", backends=("cuda",), env=env)
+            .variants[0].compile_key for env in ((("HOME", "/h"), ("GREET_X", "")),
+                                                 (("HOME", "/h"), ("GREET_X", "x")))}
+    assert len(cuda) == 2, "the cuda variant's own variable is its input"
