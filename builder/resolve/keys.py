@@ -187,7 +187,7 @@ def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:
     """What `builder lock` records for the variant, name by name: the source, the
     toolchains, the Conan references, the Python — and the recipe's own inputs, one digest
     per field of the model (``recipe.flags``, ``recipe.defines``, …, every field but where
-    the recipe is), and each ``${env.X}`` it substitutes (``env.X``: a digest of the
+    the recipe is and its compiler cache, which changes how, not what, is built), and each ``${env.X}`` it substitutes (``env.X``: a digest of the
     value), so that a changed flag or variable is drift a lockfile refuses, by name."""
     from dataclasses import fields, is_dataclass
 
@@ -197,7 +197,7 @@ def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:
         return [plain(i) for i in x] if isinstance(x, tuple | list) else x
 
     r = k.recipe
-    where = {"file", "display", "digest", "positions", "substituted",
+    where = {"file", "display", "digest", "positions", "substituted", "compiler_cache",
              "sources"}  # sources: "source"; substituted: the texts of other fields
     recipe_pins = {f"recipe.{f.name}": digest(f.name, plain(getattr(r, f.name)))[:16]
                    for f in fields(r) if f.name not in where}
