@@ -18,11 +18,11 @@ from tests.conftest import CliResult
 
 
 class PatchingRunner(RecordingRunner):
-    """Records every command, and really runs ``patch`` (the fetch step's)."""
+    """Records every command, and really runs ``patch`` and ``git`` (the fetch step's)."""
 
     def run(self, argv: Sequence[str], **kw: object) -> Result:  # type: ignore[override]
         res = super().run(argv, **kw)  # type: ignore[arg-type]
-        if Path(argv[0]).name == "patch":
+        if Path(argv[0]).name in ("patch", "git"):
             return Result(subprocess.run(list(argv), capture_output=True, check=False,
                                          timeout=60).returncode)
         return res
@@ -89,6 +89,32 @@ def test_a_patch_that_deletes_the_links_makes_it_buildable(
         "deleted file mode 120000\n--- a/tests/data/b.bin\n+++ /dev/null\n@@ -1 +0,0 @@\n"
         "-/nonexistent/builder-test/b.bin\n\\ No newline at end of file\n")
     _recipe(upstream, "  patches: [drop-links.patch]\n")
+    r = _build(cli, upstream, tmp_path / "s")
+    assert r.code == 0, r.out + r.err
+    data = next((tmp_path / "s" / "sources").glob("*/tests/data"))
+    assert sorted(p.name for p in data.iterdir()) == ["keep.txt"]
+
+
+def test_a_git_source_is_pruned_before_the_policy_and_the_patches(
+        upstream: Path, tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    repo = tmp_path / "repo"
+    shutil.copytree(upstream / "sources" / "greet", repo, symlinks=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, text=True,
+                         capture_output=True).stdout.strip()
+    recipe = upstream / "recipes" / "greet.yaml"
+    git_source = f"source:\n  git: {repo}\n  rev: {rev}\n"
+    recipe.write_text(recipe.read_text().replace("source:\n  path: ../sources/greet\n",
+                                                 git_source))
+    r = _build(cli, upstream, tmp_path / "s")
+    assert r.code == 1 and "tests/data/a.bin" in r.err and "exclude" in r.err, r.err
+    recipe.write_text(recipe.read_text().replace(git_source, git_source +
+                                                 '  exclude: ["tests/data/*.bin"]\n'))
     r = _build(cli, upstream, tmp_path / "s")
     assert r.code == 0, r.out + r.err
     data = next((tmp_path / "s" / "sources").glob("*/tests/data"))
