@@ -187,8 +187,9 @@ def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:
     """What `builder lock` records for the variant, name by name: the source, the
     toolchains, the Conan references, the Python — and the recipe's own inputs, one digest
     per field of the model (``recipe.flags``, ``recipe.defines``, …, every field but where
-    the recipe is and its compiler cache, which changes how, not what, is built), and each ``${env.X}`` it substitutes (``env.X``: a digest of the
-    value), so that a changed flag or variable is drift a lockfile refuses, by name."""
+    the recipe is and its compiler cache, which changes how, not what, is built), and
+    each ``${env.X}`` it substitutes (``env.X``: a digest of the value), so that a changed
+    flag or variable is drift a lockfile refuses, by name."""
     from dataclasses import fields, is_dataclass
 
     def plain(x: object) -> object:  # every field, those kept out of a repr too
