@@ -28,19 +28,8 @@ def fetch(ex: StepHost, step: Step) -> None:
     shutil.rmtree(partial, ignore_errors=True)
     limits = policy.Limits.from_env(os.environ)  # one time and size cap per fetch
     try:
-        if src.kind == "path":  # a patched local folder: patched in builder's copy
-            from builder.source.digest import SKIP_DIRS
-
-            skip = shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info")
-            root = Path(src.location)
-
-            def ignore(folder: str, names: list[str]) -> set[str]:
-                rel = Path(folder).relative_to(root).as_posix()
-                return set(skip(folder, names)) | {
-                    n for n in names if policy.excluded(
-                        n if rel == "." else f"{rel}/{n}", src.exclude)}
-
-            shutil.copytree(src.location, partial, symlinks=True, ignore=ignore)
+        if src.kind == "path":  # a patched (or excluding) local folder: builder's copy
+            _copy_path(src, partial)
         if src.kind == "url":
             archive = dest.with_name(dest.name + ".download")
             try:
@@ -80,6 +69,23 @@ def fetch(ex: StepHost, step: Step) -> None:
         raise StepFailed(step.id, [], 1, str(failed_log), [str(exc)], str(exc)) from None
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+
+
+def _copy_path(src: FetchSource, partial: Path) -> None:
+    """A local folder copied (links as links), without the ``exclude`` globs' paths."""
+    from builder.source import policy
+    from builder.source.digest import SKIP_DIRS
+
+    skip = shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info")
+    root = Path(src.location)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        rel = Path(folder).relative_to(root).as_posix()
+        return set(skip(folder, names)) | {
+            n for n in names if policy.excluded(n if rel == "." else f"{rel}/{n}",
+                                                src.exclude)}
+
+    shutil.copytree(src.location, partial, symlinks=True, ignore=ignore)
 
 
 def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -> str:

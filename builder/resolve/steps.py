@@ -31,7 +31,7 @@ from builder.plan.payloads import (
     TestRun,
     WheelBuild,
 )
-from builder.recipe.model import FlagSet, OptionValue, Recipe, digest, option_text
+from builder.recipe.model import FlagSet, OptionValue, Recipe, TestSpec, digest, option_text
 from builder.recipe.subst import substitute
 from builder.recipe.yamlload import format_path
 from builder.resolve.keyinputs import env_values
@@ -223,25 +223,8 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str,
                 st, rs, fx = SKIP, f"no Python {py} interpreter found", f"pyenv install {py}"
             elif st == BUILD and compiled and passed(ctx, inputs_hash):
                 st, rs = CACHED, "up to date: passed with the same variant key"
-            elif st == BUILD and t.enabled_by and ctx.options.get(t.enabled_by) is False:
-                st, rs = SKIP, f"option {t.enabled_by} is off: the test is not built"
-                fx, optional = f"-o {v.recipe}:{t.enabled_by}=true to build and run it", True
-            elif st == BUILD and not ctx.run_tests:
-                st, rs, fx = SKIP, "tests not requested (--no-tests)", "drop --no-tests"
-                optional = True
-            elif st == BUILD and uses_python and py and any(
-                    p == py for p, _, _ in ctx.test_python_problems):
-                # the build serves every Python; this one lacks what the tests import
-                _, rs, fx = next(x for x in ctx.test_python_problems if x[0] == py)
-                st, optional = SKIP, True
-            elif st == BUILD and ctx.platform is not None and ctx.platform.cross:
-                st, (rs, fx) = SKIP, ctx.platform.test_skip()
-                optional = True  # they run on the target; the build goes on without them
-            elif st == BUILD and t.needs_gpu and registry.get(ctx.kind).tool and \
-                    not ctx.host.gpus:
-                st, rs, fx = (SKIP, f"needs a {v.backend} GPU; none is visible on this host",
-                              "run the build on a machine with a GPU")
-                optional = True
+            elif st == BUILD and (skip := _optional_skip(ctx, t, py if uses_python else "")):
+                st, (rs, fx), optional = SKIP, skip, True  # the build goes on without it
             out.append(Step(id=sid, kind="test", variant=v.id, commands=(argv,), env=env,
                             cwd=substitute(t.cwd, vals) if t.cwd else vals["build"]
                             if ctx.recipe.build_system == "cmake" else vals["source"],
@@ -251,6 +234,27 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str,
             if not optional:  # a GPU-only test skipped here does not hold the build back
                 prev = sid
     return out, prev
+
+
+def _optional_skip(ctx: VariantContext, t: TestSpec, py: str) -> tuple[str, str] | None:
+    """(reason, fix) when the test step is skipped here without holding the build back:
+    its option is off, tests were not asked for, this Python lacks what it imports, it
+    runs on a cross target, or it needs a GPU this host lacks."""
+    v = ctx.variant
+    if t.enabled_by and ctx.options.get(t.enabled_by) is False:
+        return (f"option {t.enabled_by} is off: the test is not built",
+                f"-o {v.recipe}:{t.enabled_by}=true to build and run it")
+    if not ctx.run_tests:
+        return "tests not requested (--no-tests)", "drop --no-tests"
+    problem = next((x for x in ctx.test_python_problems if py and x[0] == py), None)
+    if problem:  # the build serves every Python; this one lacks what the tests import
+        return problem[1], problem[2]
+    if ctx.platform is not None and ctx.platform.cross:
+        return ctx.platform.test_skip()  # they run on the target
+    if t.needs_gpu and registry.get(ctx.kind).tool and not ctx.host.gpus:
+        return (f"needs a {v.backend} GPU; none is visible on this host",
+                "run the build on a machine with a GPU")
+    return None
 
 
 def collect_step(ctx: VariantContext, vals: dict[str, str], stage: Path, after: str,
