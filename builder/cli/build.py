@@ -119,6 +119,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
     for line in ex.memory_notes:  # no OOM kill, but time lost: requeues, a scheduler failure
         print(f"memory: {line}")
     _print_wheels(plan)
+    _print_branch_pins(plan, ws)
     for sid, counts in ex.test_counts.items():  # a test that ran nothing is no pass
         print(f"tests: {sid}: {counts.text() if counts else 'ran (no count in its output)'}")
     status = "failed" if not summary.ok else "done"
@@ -264,6 +265,21 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
         raise
     recorder.save(summary)
     return summary, ex
+
+
+def _print_branch_pins(plan: BuildPlan, ws: Workspace) -> None:
+    """The commit each ``allow_branch`` source fetched in this build was resolved to."""
+    from builder.resolve.resolver import branch_notes
+    from builder.workspace.state import State, fetched_commits
+
+    fetched = [s for s in plan.steps if s.kind == "fetch" and s.status == BUILD]
+    if not fetched:
+        return
+    state = State(fetched_commits=fetched_commits(ws, [Path(o).name for s in fetched
+                                                       for o in s.outputs]))
+    for s in fetched:
+        for n in branch_notes(s.variant.split("/", 1)[0], [s], state):
+            print(f"note: {n}")
 
 
 def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:

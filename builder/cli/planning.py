@@ -62,12 +62,15 @@ def host_facts(ws: Workspace, rs: RecipeSet | None, facts_file: Path | None = No
 
 
 def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: ignore[type-arg]
-                project: frozenset[str] = frozenset()) -> Request:
+                project: frozenset[str] = frozenset(),
+                closure: list | None = None) -> Request:  # type: ignore[type-arg]
     """The request; ``project``: the recipes a ``recipe:`` prefix of ``-o`` may name
-    (the selected ones and what they require)."""
+    (the selected ones and what they require); ``closure``: those recipes, whose
+    environment variables are read as the roots' are (a dependency's ``${env.X}``)."""
+    every = closure if closure is not None else roots
     known = {o.name for r in roots for o in r.options}
     project = project | {r.name for r in roots}
-    refuse_credentials(roots)
+    refuse_credentials(every)
     for ov in args.option:
         if ov.recipe and ov.recipe not in project:
             raise UsageError(f"-o {ov.recipe}:{ov.name}={ov.value}: no recipe named "
@@ -81,7 +84,7 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
         pythons = ("all",)
     return Request(backends=tuple(dict.fromkeys(args.backend)), pythons=pythons,
                    build_types=tuple(args.build_type), options=tuple(args.option),
-                   env=env_snapshot(os.environ, roots), skip_unsupported=args.skip_unsupported,
+                   env=env_snapshot(os.environ, every), skip_unsupported=args.skip_unsupported,
                    memory_budget=args.memory_budget, jobs=args.jobs,
                    run_tests=not getattr(args, "no_tests", False),
                    conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
@@ -126,8 +129,9 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
 
     rs, roots = load_recipes(args, ws)
     host = host_facts(ws, rs, facts_file)
-    request = request_for(args, roots, plan_all, frozenset(r.name for r in rs.closure(roots)))
     closure = rs.closure(roots)
+    request = request_for(args, roots, plan_all, frozenset(r.name for r in closure),
+                          closure=list(closure))
     for r in closure:  # the plan holds references to them: kept here, for the children
         for name, value in secret_options(r, request).items():
             remember(name, value)
@@ -155,8 +159,9 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
         building = {v.recipe for v in plan.variants if v.status == BUILD}
         for r in closure:
             for s in r.sources if r.name in building else ():
-                if s.kind == "path":
-                    check_tree(Path(s.location), f"{r.display}: source.path")
+                # a patched one is checked as patched, in builder's copy (its fetch step)
+                if s.kind == "path" and not s.patches:
+                    check_tree(Path(s.location), f"{r.display}: source.path", s.exclude)
     if notes:
         plan = replace(plan, notes=(*notes, *plan.notes))
     return plan, [r.name for r in roots]

@@ -29,11 +29,8 @@ def fetch(ex: StepHost, step: Step) -> None:
     shutil.rmtree(partial, ignore_errors=True)
     limits = policy.Limits.from_env(os.environ)  # one time and size cap per fetch
     try:
-        if src.kind == "path":  # a patched local folder: patched in builder's copy
-            from builder.source.digest import SKIP_DIRS
-
-            shutil.copytree(src.location, partial, symlinks=True,
-                            ignore=shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info"))
+        if src.kind == "path":  # a patched (or excluding) local folder: builder's copy
+            _copy_path(src, partial)
         if src.kind == "url":
             archive = dest.with_name(dest.name + ".download")
             try:
@@ -44,11 +41,13 @@ def fetch(ex: StepHost, step: Step) -> None:
             finally:
                 archive.unlink(missing_ok=True)
             fetch.strip_single_top(partial)
+        timeout = int(min(step.timeout or limits.timeout, limits.timeout))
+        env = (*step.env, *policy.git_env().items(), *fetch.git_transport_env().items())
+        cut = len(step.commands) - src.patches  # the checkout, then the patches
         try:
-            ex.commands(replace(step, timeout=int(min(step.timeout or limits.timeout,
-                                                         limits.timeout)),
-                                   env=(*step.env, *policy.git_env().items(),
-                                        *fetch.git_transport_env().items())))
+            ex.commands(replace(step, timeout=timeout, env=env, commands=step.commands[:cut]))
+            policy.prune(partial, src.exclude)  # excluded: gone before the patches apply
+            ex.commands(replace(step, timeout=timeout, env=env, commands=step.commands[cut:]))
         except StepFailed as failed:
             if "patch" in Path(failed.argv[0]).name:
                 failed.explanation = "a patch does not apply cleanly to this source"
@@ -57,6 +56,7 @@ def fetch(ex: StepHost, step: Step) -> None:
                                      "rev": src.rev, "sha256": src.sha256}
         if src.kind == "git":
             marker["commit"] = _checked_commit(ex, step, src, partial)
+            marker["resolved"] = resolved_at()
         if policy.tree_size(partial) > limits.max_size:
             raise FetchError(f"{src.location}: larger than the fetch size "
                                    f"cap ({limits.max_size} bytes); raise "
@@ -75,6 +75,23 @@ def fetch(ex: StepHost, step: Step) -> None:
         shutil.rmtree(partial, ignore_errors=True)
 
 
+def _copy_path(src: FetchSource, partial: Path) -> None:
+    """A local folder copied (links as links), without the ``exclude`` globs' paths."""
+    from builder.source import policy
+    from builder.source.digest import SKIP_DIRS
+
+    skip = shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info")
+    root = Path(src.location)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        rel = Path(folder).relative_to(root).as_posix()
+        return set(skip(folder, names)) | {
+            n for n in names if policy.excluded(n if rel == "." else f"{rel}/{n}",
+                                                src.exclude)}
+
+    shutil.copytree(src.location, partial, symlinks=True, ignore=ignore)
+
+
 def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -> str:
     """The commit the clone checked out: the pinned one, or what a branch or tag (allowed
     with allow_branch) resolved to now, which the log records."""
@@ -90,3 +107,10 @@ def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -
         with open(ex.log_path(step), "a", encoding="utf-8") as log:
             log.write(f"# {rev} resolved to commit {head}\n")
     return head
+
+
+def resolved_at() -> str:
+    """When a branch was resolved (UTC), recorded in the fetched tree's marker."""
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

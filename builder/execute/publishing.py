@@ -15,7 +15,7 @@ from builder.errors import StepFailed
 from builder.execute.host import StepHost
 from builder.plan.model import Step
 from builder.plan.payloads import PublishInstall, PublishKernels
-from builder.util.files import atomic_write, file_list, file_sha256, replace_dir
+from builder.util.files import atomic_write, file_list, file_sha256, link_list, replace_dir
 
 __all__ = ["publish_install", "publish_kernels"]
 
@@ -25,6 +25,7 @@ def publish_install(ex: StepHost, step: Step) -> None:
     assert isinstance(pub, PublishInstall)
     stage, prefix = Path(pub.stage), Path(pub.prefix)
     manifest = {**pub.meta, "key": step.inputs_hash, "files": file_list(stage),
+                "links": link_list(stage),
                 "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     atomic_write(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
     replace_dir(stage, prefix)

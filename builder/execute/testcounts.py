@@ -114,6 +114,7 @@ def verdict(lines: list[str], rc: int, allow_empty: bool) -> tuple[Counts | None
         assert counts is not None
         return counts, (f"it ran no test ({counts.text()}): a test step that ran nothing is "
                         f"not a pass; point it at the tests (ctest: the folder whose "
-                        f"CMakeLists calls enable_testing()), or set allow_empty: true on "
+                        f"CMakeLists calls enable_testing()); if an option turns the tests "
+                        f"off, name it in the test's enabled_by; or set allow_empty: true on "
                         f"the test")
     return counts, None

@@ -44,6 +44,11 @@ class FetchSource:
     dest: str
     partial: str
     credential: str = ""  # ``${secret:NAME}``, the URL with its secret (builder.util.secrets)
+    #: source.exclude: removed from the tree before the patches apply (a path source's
+    #: are never copied)
+    exclude: tuple[str, ...] = ()
+    #: how many of the step's commands, at the end, apply patches
+    patches: int = 0
 
 
 @dataclass(frozen=True)

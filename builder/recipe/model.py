@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.recipe.subst import Interpolated
 from builder.recipe.yamlload import Positions
 
 __all__ = [
@@ -94,6 +95,9 @@ class Source:
     #: process's vault (builder.util.secrets), never in a plan, log or file; "" without.
     #: Out of the repr, which keys are made from: a new token is not a new source
     credential: str = field(default="", repr=False)
+    #: globs of paths left out of the tree (not inputs, not copied); out of the repr so
+    #: that sources without them keep their keys — the content digest leaves them out
+    exclude: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)
@@ -227,6 +231,9 @@ class TestSpec:
     #: the command may run no test at all (otherwise a run that found none fails); kept
     #: out of the repr, which keys are made from (keys.model_digest adds it when set)
     allow_empty: bool = field(default=False, repr=False)
+    #: a bool option that builds the test: off, the test is skipped (out of the repr like
+    #: allow_empty; the option's value is in the compile key)
+    enabled_by: str = field(default="", repr=False)
 
     def device_for(self, backend: str) -> str:
         return dict(self.devices).get(backend, backend)
@@ -318,6 +325,11 @@ class Recipe:
     build_spec: BuildSpec = field(default=BuildSpec(), repr=False)
     digest: str = ""  # sha256 of the recipe file's bytes
     positions: Positions | None = field(default=None, compare=False, hash=False, repr=False)
+    #: every text substitution applies to, with its place and key side (derived from the
+    #: schema by the loader: :func:`builder.recipe.subst.interpolated`); the texts
+    #: themselves are keyed as fields, this says which ``${env.X}`` they read
+    substituted: tuple[Interpolated, ...] = field(default=(), compare=False, hash=False,
+                                                  repr=False)
 
     def backend(self, name: str) -> BackendSpec | None:
         for b in self.backends:

@@ -11,8 +11,9 @@ system:
   exist and have the right type;
 * backends: a built-in name or a ``kind``, a known target platform and known tools,
   archs that belong to their backend, kernel formats of that backend;
-* substitutions: every ``${name}`` is a known variable and ``${options.NAME}`` a
-  declared option;
+* substitutions: in every text the schema marks as substituted
+  (:func:`builder.recipe.subst.interpolated`), every ``${name}`` is a known variable and
+  ``${options.NAME}`` a declared option;
 * kernels: ``build.system: kernels`` has kernels (and only it does), one source per
   declared GPU backend, ``min_arch`` of the right backend;
 * paths: kernel sources, ``source.subdir``, ``python.package`` and ``install.layout``
@@ -37,7 +38,7 @@ from builder import backends as backend_registry
 from builder.backends.platforms import names as target_names
 from builder.recipe.diags import Diags, did_you_mean
 from builder.recipe.giturl import git_url_problems
-from builder.recipe.subst import is_known, variables
+from builder.recipe.subst import interpolated, is_known, variables
 from builder.recipe.yamlload import PathKey
 
 __all__ = ["KNOWN_TOOLS", "check_semantics", "is_full_rev", "is_ref_name", "layout_problem",
@@ -91,8 +92,10 @@ def _check_option(name: str, spec: dict[str, Any], d: Diags) -> None:
                   f"allowed: {', '.join(map(str, allowed))}")
 
 
-def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_root: Path) -> None:
-    """Every rule the schema cannot say, each problem added to ``d`` (nothing raised)."""
+def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_root: Path,
+                    schema: dict[str, Any]) -> None:
+    """Every rule the schema cannot say, each problem added to ``d`` (nothing raised).
+    ``schema``: the recipe schema, whose marks say which texts are substituted."""
     version = (data.get("package") or {}).get("version")
     try:
         if isinstance(version, str):  # else a schema error says so
@@ -104,12 +107,11 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
     for name, spec in options.items():
         _check_option(name, spec, d)
     opt_names = set(options)
+    for text in interpolated(schema, data):
+        _check_substitutions(text.text, text.path, d, opt_names)
     system = (data.get("build") or {}).get("system", "cmake")
     for bname, spec in (data.get("backends") or {}).items():
         _check_backend(bname, spec, system, opt_names, d)
-    for k, v in (data.get("defines") or {}).items():
-        if isinstance(v, str):
-            _check_substitutions(v, ("defines", k), d, opt_names)
     _check_requires(data, options, d)
     _check_tests(data, opt_names, d)
     _check_install(data, opt_names, d)
@@ -172,9 +174,6 @@ def _check_backend(bname: str, spec: dict[str, Any], system: str, opt_names: set
                   (f" (it is a {owner} one)" if owner else ""),
                   f"move it to backends.{owner}.archs" if owner else
                   "cuda archs look like sm_80, rocm like gfx1030, metal like apple-m1")
-    for k, v in (spec.get("defines") or {}).items():
-        if isinstance(v, str):
-            _check_substitutions(v, ("backends", bname, "defines", k), d, opt_names)
     for i, fmt in enumerate(spec.get("formats") or ()):
         if fmt not in be.kernel_formats():
             d.add(("backends", bname, "formats", i), f"'{fmt}' is not a {bname} kernel "
@@ -220,19 +219,10 @@ def _check_tests(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
             if b not in backends:
                 d.add(("test", i, "backends"), f"test '{t['name']}' names backend '{b}' that "
                       f"the recipe does not declare", f"declared: {', '.join(backends)}")
-        for j, arg in enumerate(t["run"]):
-            _check_substitutions(arg, ("test", i, "run", j), d, opt_names)
-        for k, v in (t.get("env") or {}).items():
-            _check_substitutions(v, ("test", i, "env", k), d, opt_names)
-        if "cwd" in t:
-            _check_substitutions(t["cwd"], ("test", i, "cwd"), d, opt_names)
 
 
 def _check_install(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
     inst = data.get("install") or {}
-    for k in ("root", "layout"):
-        if k in inst:
-            _check_substitutions(inst[k], ("install", k), d, opt_names)
     if "layout" in inst:
         problem = layout_problem(inst["layout"])
         if problem:
@@ -241,7 +231,8 @@ def _check_install(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
 
 
 def _check_switches(data: dict[str, Any], options: dict[str, Any], d: Diags) -> None:
-    """``memory.unity/pch.enabled`` and ``build.enabled_by`` name bool options."""
+    """``memory.unity/pch.enabled``, ``build.enabled_by`` and ``test[].enabled_by`` name
+    bool options."""
     mem = data.get("memory") or {}
     for part in ("unity", "pch"):
         flag = (mem.get(part) or {}).get("enabled")
@@ -253,10 +244,14 @@ def _check_switches(data: dict[str, Any], options: dict[str, Any], d: Diags) -> 
             elif options.get(names[0][8:], {}).get("type") != "bool":
                 d.add(("memory", part, "enabled"), f"{flag} must name a bool option",
                       f"declare options.{names[0][8:]} with type: bool")
-    enabled_by = (data.get("build") or {}).get("enabled_by")
-    if enabled_by and options.get(enabled_by, {}).get("type") != "bool":
-        d.add(("build", "enabled_by"), f"enabled_by names '{enabled_by}', which is not a bool "
-              "option", f"declare options.{enabled_by} with type: bool")
+    switches: list[tuple[PathKey, Any]] = [
+        (("build", "enabled_by"), (data.get("build") or {}).get("enabled_by")),
+        *((("test", i, "enabled_by"), t.get("enabled_by"))
+          for i, t in enumerate(data.get("test") or ()) if isinstance(t, dict))]
+    for path, enabled_by in switches:
+        if enabled_by and options.get(enabled_by, {}).get("type") != "bool":
+            d.add(path, f"enabled_by names '{enabled_by}', which is not a bool option",
+                  f"declare options.{enabled_by} with type: bool")
 
 
 def _check_kernels(data: dict[str, Any], system: str, d: Diags) -> None:
@@ -372,15 +367,8 @@ def _check_build_settings(data: dict[str, Any], d: Diags, opt_names: set[str]) -
             d.add(("build", key), f"build.{key} is only used with build.system "
                   f"{' or '.join(systems)} (this recipe uses {system})",
                   "remove it, or set build.system", key=True)
-    for key in ("env", "config_settings"):
-        for k, v in (build.get(key) or {}).items():
-            if isinstance(v, str):
-                _check_substitutions(v, ("build", key, k), d, opt_names)
-    for j, arg in enumerate(build.get("configure_args") or ()):
-        _check_substitutions(arg, ("build", "configure_args", j), d, opt_names)
     inst = data.get("install") or {}
     for j, f in enumerate(inst.get("files") or ()):
-        _check_substitutions(f["from"], ("install", "files", j, "from"), d, opt_names)
         _check_below(f["to"], ("install", "files", j, "to"), "the install prefix", d)
     if inst.get("project_rules") is False and not inst.get("files"):
         d.add(("install", "project_rules"), "project_rules is false but install.files is "

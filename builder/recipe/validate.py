@@ -24,6 +24,7 @@ from builder.recipe import model as m
 from builder.recipe.diags import Diags, did_you_mean
 from builder.recipe.schemapass import SchemaPasses
 from builder.recipe.semantic import check_semantics, source_entries
+from builder.recipe.subst import interpolated
 from builder.recipe.yamlload import PathKey, Positions, format_path
 from builder.resources import text as resource_text
 
@@ -275,7 +276,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
                                tuple((v.get("min_arch") or {}).items()),
                                tuple((b, tuple(f)) for b, f in (v.get("flags") or {}).items()))
                       for k, v in (data.get("kernels") or {}).items()),
-        digest=digest, positions=pos)
+        digest=digest, positions=pos, substituted=tuple(interpolated(schema(), data)))
 
 
 def _sources(data: dict[str, Any], recipe_dir: Path) -> tuple[m.Source, ...]:
@@ -288,17 +289,18 @@ def _sources(data: dict[str, Any], recipe_dir: Path) -> tuple[m.Source, ...]:
     for src in source_entries(data):
         patches = tuple(str((recipe_dir / p).resolve()) for p in src.get("patches", ()))
         subdir = src.get("subdir", "")
+        exclude = tuple(src.get("exclude", ()))
         if "path" in src:
             out.append(m.Source("path", str((recipe_dir / src["path"]).resolve()),
-                                patches=patches, subdir=subdir))
+                                patches=patches, subdir=subdir, exclude=exclude))
         elif "git" in src:
             location, credential = split_url(src["git"], f"{name}/source")
             out.append(m.Source("git", location, rev=src["rev"], patches=patches,
-                                subdir=subdir, credential=credential))
+                                subdir=subdir, credential=credential, exclude=exclude))
         else:
             location, credential = split_url(src["url"], f"{name}/source")
             out.append(m.Source("url", location, sha256=src["sha256"], patches=patches,
-                                subdir=subdir, credential=credential))
+                                subdir=subdir, credential=credential, exclude=exclude))
     return tuple(out)
 
 
@@ -338,7 +340,7 @@ def _test(t: dict[str, Any]) -> m.TestSpec:
     return m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
                       tuple(t.get("backends", ())), tuple((t.get("devices") or {}).items()),
                       t.get("timeout", 1800), bool(t.get("needs_gpu", False)), t.get("cwd", ""),
-                      bool(t.get("allow_empty", False)))
+                      bool(t.get("allow_empty", False)), t.get("enabled_by", ""))
 
 
 def _install(inst: dict[str, Any]) -> m.InstallSpec:
@@ -363,7 +365,7 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         if not d.items and passes is not None:
             passes.add(digest)
     if not d.items:
-        check_semantics(data, d, file.resolve().parent, project_root_of(file))
+        check_semantics(data, d, file.resolve().parent, project_root_of(file), schema())
     else:
         # the semantic checks too, in the same round, on what the schema errors leave
         # readable: a part they cannot read is skipped, and a finding inside a part the
@@ -371,7 +373,8 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         bad = [x.path for x in d.items]
         sem = Diags(pos)
         with contextlib.suppress(KeyError, TypeError, AttributeError, ValueError, IndexError):
-            check_semantics(data, sem, file.resolve().parent, project_root_of(file))
+            check_semantics(data, sem, file.resolve().parent, project_root_of(file),
+                            schema())
         d.items += [x for x in sem.items if not any(
             not b or x.path == b or x.path.startswith((b + ".", b + "[")) for b in bad)]
     if d.items:

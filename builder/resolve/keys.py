@@ -184,10 +184,30 @@ def variant_key(k: KeyInputs) -> str:
 
 
 def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:
-    """What `builder lock` records for the variant, name by name."""
+    """What `builder lock` records for the variant, name by name: the source, the
+    toolchains, the Conan references, the Python — and the recipe's own inputs, one digest
+    per field of the model (``recipe.flags``, ``recipe.defines``, …, every field but where
+    the recipe is and its compiler cache, which changes how, not what, is built), and
+    each ``${env.X}`` it substitutes (``env.X``: a digest of the value), so that a changed
+    flag or variable is drift a lockfile refuses, by name."""
+    from dataclasses import fields, is_dataclass
+
+    def plain(x: object) -> object:  # every field, those kept out of a repr too
+        if is_dataclass(x) and not isinstance(x, type):
+            return {f.name: plain(getattr(x, f.name)) for f in fields(x)}
+        return [plain(i) for i in x] if isinstance(x, tuple | list) else x
+
+    r = k.recipe
+    where = {"file", "display", "digest", "positions", "substituted", "compiler_cache",
+             "sources"}  # sources: "source"; substituted: the texts of other fields
+    recipe_pins = {f"recipe.{f.name}": digest(f.name, plain(getattr(r, f.name)))[:16]
+                   for f in fields(r) if f.name not in where}
     return tuple(sorted({
         "source": ",".join(k.sources),
         **{f"toolchain.{t}": v for t, v in k.tools.items()},
         **{f"conan.{ref}": f"{prov} {ver}".strip() for ref, prov, ver in k.conan},
         **({"python": k.py_info.full} if k.python and k.py_info else {}),
+        "recipe": model_digest(r)[:16],
+        **recipe_pins,
+        **{f"env.{n}": digest("env", v)[:16] for n, v in (*k.env, *k.test_env)},
     }.items()))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from builder import backends as registry
 from builder.backends import Backend
@@ -26,6 +27,7 @@ from builder.backends.platforms import Platform
 from builder.errors import Diagnostic, UnsupportedError, UsageError
 from builder.host.facts import HostFacts
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step, Variant
+from builder.plan.payloads import FetchSource
 from builder.recipe.model import BackendSpec, OptionValue, Recipe, option_text
 from builder.recipe.recipeset import RecipeSet
 from builder.recipe.subst import SubstitutionError
@@ -33,7 +35,7 @@ from builder.resolve import checks, keys
 from builder.resolve.cmakesteps import cmake_steps
 from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
-from builder.resolve.keyinputs import env_inputs, env_names
+from builder.resolve.keyinputs import env_inputs, env_names, require_set
 from builder.resolve.options import resolve_options
 from builder.resolve.pysteps import python_steps
 from builder.resolve.request import Request, memory_budget
@@ -43,7 +45,7 @@ from builder.resolve.xmakesteps import xmake_steps
 from builder.workspace.paths import Workspace
 from builder.workspace.state import State
 
-__all__ = ["INSTALLS", "REMOTE_SYSTEMS", "env_snapshot", "resolve"]
+__all__ = ["INSTALLS", "REMOTE_SYSTEMS", "branch_notes", "env_snapshot", "resolve"]
 
 #: build systems whose variant is one install tree (cached as a whole by its key)
 INSTALLS = ("cmake", "python", "xmake")
@@ -131,11 +133,14 @@ class _Resolution:
         deps = self._dependencies(recipe, spec, build_type, python, found.problems)
         inputs = self._key_inputs(recipe, spec, be, build_type, python, options, found, deps)
         variant = self._variant(inputs, found, deps, vnotes)
+        if variant.status != SKIP:  # one that is built needs each variable it reads set
+            require_set(recipe, dict(self.request.env), spec.name)
         self.memo[memo_key] = variant
         variant, new_steps = self._steps(variant, inputs, found, deps)
         self.memo[memo_key] = variant
         self.variants[variant.id] = variant
         self.steps.extend(new_steps)
+        vnotes += branch_notes(recipe.name, new_steps, self.state)
         self.notes.extend(n for n in vnotes if n not in self.notes)
         return variant
 
@@ -220,8 +225,9 @@ class _Resolution:
             tools=keys.tool_versions(host, be, found.platform),
             conan=keys.conan_pins(recipe, host, multiarch),
             deps=[d.compile_key for d in deps],
-            env=tuple(env_inputs(recipe, dict(self.request.env))),
-            test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True)),
+            env=tuple(env_inputs(recipe, dict(self.request.env), backend=spec.name)),
+            test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True,
+                                      backend=spec.name)),
             py_reqs=tuple(keys.python_requirements(recipe, host.python(found.python)
                                                    if found.python else None)))
 
@@ -316,6 +322,19 @@ class _Resolution:
                               f"{mem_desc}",
                          cpus=host.cpus, memory_budget=budget, jobs=self.jobs,
                          notes=tuple(self.notes + list(self.state.notes)))
+
+
+def branch_notes(recipe: str, steps: Sequence[Step], state: State) -> list[str]:
+    """Each ``allow_branch`` git source's fetch: the commit it is pinned to and when that
+    was resolved (from the fetched tree's record), or that it is resolved when fetched."""
+    from builder.recipe.semantic import is_full_rev
+    from builder.source.fetch import branch_note
+
+    pinned = {name: (commit, when) for name, commit, when in state.fetched_commits}
+    return [branch_note(recipe, s.payload.location, s.payload.rev,
+                        pinned.get(Path(s.payload.dest).name))
+            for s in steps if isinstance(s.payload, FetchSource) and
+            s.payload.kind == "git" and not is_full_rev(s.payload.rev)]
 
 
 def _ordered(variants: list[Variant]) -> list[Variant]:

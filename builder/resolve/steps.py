@@ -13,6 +13,7 @@ This module holds the steps every kind shares (fetch, tests, wheels); the CMake 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TypedDict
 
 from builder import backends as registry
 from builder.backends.platforms import Platform
+from builder.errors import Diagnostic, Location, RecipeError
 from builder.host.facts import HostFacts, PythonInfo
 from builder.plan.model import BUILD, CACHED, SKIP, Step, Variant
 from builder.plan.payloads import (
@@ -29,8 +31,10 @@ from builder.plan.payloads import (
     TestRun,
     WheelBuild,
 )
-from builder.recipe.model import FlagSet, OptionValue, Recipe, digest, option_text
+from builder.recipe.model import FlagSet, OptionValue, Recipe, TestSpec, digest, option_text
 from builder.recipe.subst import substitute
+from builder.recipe.yamlload import format_path
+from builder.resolve.keyinputs import env_values
 from builder.source.fetch import source_key
 from builder.wheels.metadata import WheelPlan, plan_wheel
 from builder.workspace.paths import Workspace
@@ -112,9 +116,10 @@ class VariantContext:
         (its patches are applied to the copy, never to the folder itself); None for an
         unpatched local folder, which is built where it is."""
         src = self.recipe.sources[0]
-        if src.kind == "path" and not src.patches:
+        if src.kind == "path" and not src.patches and not src.exclude:
             return None
-        digests = tuple(self.file_digests.get(p, "") for p in src.patches)
+        digests = tuple(self.file_digests.get(p, "") for p in src.patches) + \
+            tuple(f"exclude:{g}" for g in src.exclude)
         content = self.source_digests.get(src.location, "") if src.kind == "path" \
             else src.sha256
         return self.ws.sources / source_key(src.kind, src.location, src.rev,
@@ -141,8 +146,8 @@ class VariantContext:
         for k, val in self.options.items():
             out[f"options.{k}"] = ("ON" if val else "OFF") if isinstance(val, bool) \
                 else option_text(val)
-        for k, val in self.env.items():
-            out[f"env.{k}"] = val
+        # only the variables the recipe's substituted texts name, which are keyed
+        out.update(env_values(self.recipe, self.env))
         out.update(extra)
         return out
 
@@ -218,22 +223,8 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str,
                 st, rs, fx = SKIP, f"no Python {py} interpreter found", f"pyenv install {py}"
             elif st == BUILD and compiled and passed(ctx, inputs_hash):
                 st, rs = CACHED, "up to date: passed with the same variant key"
-            elif st == BUILD and not ctx.run_tests:
-                st, rs, fx = SKIP, "tests not requested (--no-tests)", "drop --no-tests"
-                optional = True
-            elif st == BUILD and uses_python and py and any(
-                    p == py for p, _, _ in ctx.test_python_problems):
-                # the build serves every Python; this one lacks what the tests import
-                _, rs, fx = next(x for x in ctx.test_python_problems if x[0] == py)
-                st, optional = SKIP, True
-            elif st == BUILD and ctx.platform is not None and ctx.platform.cross:
-                st, (rs, fx) = SKIP, ctx.platform.test_skip()
-                optional = True  # they run on the target; the build goes on without them
-            elif st == BUILD and t.needs_gpu and registry.get(ctx.kind).tool and \
-                    not ctx.host.gpus:
-                st, rs, fx = (SKIP, f"needs a {v.backend} GPU; none is visible on this host",
-                              "run the build on a machine with a GPU")
-                optional = True
+            elif st == BUILD and (skip := _optional_skip(ctx, t, py if uses_python else "")):
+                st, (rs, fx), optional = SKIP, skip, True  # the build goes on without it
             out.append(Step(id=sid, kind="test", variant=v.id, commands=(argv,), env=env,
                             cwd=substitute(t.cwd, vals) if t.cwd else vals["build"]
                             if ctx.recipe.build_system == "cmake" else vals["source"],
@@ -245,6 +236,27 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str,
     return out, prev
 
 
+def _optional_skip(ctx: VariantContext, t: TestSpec, py: str) -> tuple[str, str] | None:
+    """(reason, fix) when the test step is skipped here without holding the build back:
+    its option is off, tests were not asked for, this Python lacks what it imports, it
+    runs on a cross target, or it needs a GPU this host lacks."""
+    v = ctx.variant
+    if t.enabled_by and ctx.options.get(t.enabled_by) is False:
+        return (f"option {t.enabled_by} is off: the test is not built",
+                f"-o {v.recipe}:{t.enabled_by}=true to build and run it")
+    if not ctx.run_tests:
+        return "tests not requested (--no-tests)", "drop --no-tests"
+    problem = next((x for x in ctx.test_python_problems if py and x[0] == py), None)
+    if problem:  # the build serves every Python; this one lacks what the tests import
+        return problem[1], problem[2]
+    if ctx.platform is not None and ctx.platform.cross:
+        return ctx.platform.test_skip()  # they run on the target
+    if t.needs_gpu and registry.get(ctx.kind).tool and not ctx.host.gpus:
+        return (f"needs a {v.backend} GPU; none is visible on this host",
+                "run the build on a machine with a GPU")
+    return None
+
+
 def collect_step(ctx: VariantContext, vals: dict[str, str], stage: Path, after: str,
                  common: StepCommon, clean: bool = False, wheel_from: str = "",
                  wheel_to: str = "") -> Step:
@@ -254,11 +266,28 @@ def collect_step(ctx: VariantContext, vals: dict[str, str], stage: Path, after: 
     wrong."""
     r = ctx.recipe
     files = tuple((substitute(f.src, vals), substitute(f.dest, vals)) for f in r.install.files)
+    for i, (src, _) in enumerate(files):
+        whole = os.path.normpath(os.path.join(vals["source"], src.strip() or "."))
+        if not src.strip() or whole in (os.path.normpath(vals["source"]), os.sep):
+            raise _whole_tree(r, i, src)
     return Step(id=f"{ctx.variant.id}/collect", kind="collect", deps=(after,),
                 outputs=(str(stage), *([wheel_to] if wheel_to else [])), **common,
                 payload=CollectInstall(stage=str(stage), source=vals["source"], files=files,
                                        wheel_from=wheel_from, wheel_to=wheel_to,
                                        unpack=r.install.project_rules, clean=clean))
+
+
+def _whole_tree(r: Recipe, i: int, src: str) -> RecipeError:
+    """``install.files[i].from`` that names the whole source tree (or nothing)."""
+    path = ("install", "files", i, "from")
+    loc = r.positions.location(path) if r.positions else Location(r.display)
+    return RecipeError([Diagnostic(
+        Location(r.display, loc.line, loc.col), format_path(path),
+        f"install.files from {r.install.files[i].src!r} is {src!r} once substituted: "
+        f"{'nothing' if not src.strip() else 'the whole tree'}; builder never copies the "
+        f"whole source tree into an install",
+        "name the files or folder to collect (e.g. include, ${build}/libx.so)",
+        r.positions.line_text(loc.line) if r.positions else "")])
 
 
 def fetch_steps(ctx: VariantContext) -> list[Step]:
@@ -300,7 +329,8 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
                  fix=fix, inputs_hash=dest.name, timeout=1800, env=env,
                  payload=FetchSource(kind=src.kind, location=src.location, rev=src.rev,
                                      sha256=sha, dest=str(dest), partial=partial,
-                                     credential=src.credential))]
+                                     credential=src.credential,
+                                     exclude=src.exclude, patches=len(src.patches)))]
 
 
 def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list[Step]:

@@ -78,8 +78,12 @@ def _special(mode: int) -> str:
     return "other"
 
 
-def tree_digest(root: Path, cache: StatCache | None = None) -> str:
-    """A digest of every entry below ``root`` (see the module's docstring)."""
+def tree_digest(root: Path, cache: StatCache | None = None,
+                exclude: tuple[str, ...] = ()) -> str:
+    """A digest of every entry below ``root`` (see the module's docstring) but those the
+    recipe's ``source.exclude`` globs leave out."""
+    from builder.source.policy import excluded
+
     cache = cache or StatCache()
     h = hashlib.sha256()
 
@@ -91,7 +95,8 @@ def tree_digest(root: Path, cache: StatCache | None = None) -> str:
         keep = []
         for d in dirnames:
             p = here / d
-            if d in VCS_DIRS or (p / STATE_MARKER).is_file():
+            if d in VCS_DIRS or (p / STATE_MARKER).is_file() or \
+                    excluded(p.relative_to(root).as_posix(), exclude):
                 continue
             if p.is_symlink():  # os.walk does not follow it: hash it as a link
                 filenames.append(d)
@@ -101,7 +106,7 @@ def tree_digest(root: Path, cache: StatCache | None = None) -> str:
         for name in sorted(filenames):
             p = here / name
             rel = p.relative_to(root).as_posix()
-            if rel == SOURCE_MARKER:
+            if rel == SOURCE_MARKER or excluded(rel, exclude):
                 continue
             try:
                 st = os.lstat(p)

@@ -206,3 +206,26 @@ def write_marker(dest: Path, info: dict[str, object]) -> None:
 
 def is_fetched(dest: Path) -> bool:
     return (dest / MARKER).is_file()
+
+
+def read_marker(dest: Path) -> dict[str, object]:
+    """A fetched tree's marker ({} when absent or unreadable)."""
+    try:
+        data = json.loads((dest / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def branch_note(recipe: str, location: str, rev: str, pinned: tuple[str, str] | None
+                ) -> str:
+    """What a plan or a build says of an ``allow_branch`` source: the commit its branch
+    or tag was resolved to and when (``pinned``: (commit, UTC time) from the fetched
+    tree's marker), or that it is resolved when fetched."""
+    if pinned is None:
+        return (f"{recipe}: git {location} {rev!r} is a branch or tag (allow_branch): "
+                f"resolved to a commit when fetched, now; the build records it")
+    commit, when = pinned
+    return (f"{recipe}: git {location} {rev!r} is pinned to commit {commit}, resolved "
+            f"{when or 'at an unrecorded time'}; remove builder's fetched copy "
+            f"(`builder cache prune`) or write that commit as rev to change it")

@@ -3,7 +3,11 @@
 * **Containment**: a symbolic link that resolves outside the source tree, and any special
   file (FIFO, socket, device), is refused, naming the file (:func:`check_tree`).  Archives
   are checked member by member before extraction (:mod:`builder.source.fetch`); git and
-  path trees are checked here, after checkout and before each build.
+  path trees are checked here, as they will be built: a fetched or copied tree (a patched
+  or excluding path source) after its patches apply, a path source built in place before
+  each build.
+* **Exclusion**: ``source.exclude`` globs (:func:`excluded`) name paths that are not part
+  of the source: not checked, not in its digest, not copied.
 * **Limits**: every fetch — a git clone, a download, an extraction — has a time limit and
   a size cap (:class:`Limits`, configurable through ``BUILDER_FETCH_TIMEOUT`` and
   ``BUILDER_FETCH_MAX_SIZE``).
@@ -16,14 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from builder.errors import BuilderError
 
-__all__ = ["Limits", "SourcePolicyError", "check_tree", "git_env", "test_env", "tree_size"]
+__all__ = ["Limits", "SourcePolicyError", "check_tree", "excluded", "git_env", "prune",
+           "test_env", "tree_size"]
 
 
 def test_env(step_env: Mapping[str, str]) -> dict[str, str]:
@@ -43,27 +50,61 @@ class SourcePolicyError(BuilderError):
     exit_code = 4
 
 
-def check_tree(root: Path, what: str = "source") -> None:
+def excluded(rel: str, globs: Sequence[str]) -> bool:
+    """Is the path ``rel`` (relative to the source root, ``/``-separated) left out by one
+    of ``globs``: matched itself, or below a folder that is (``fnmatch``: ``*`` matches
+    across ``/``)."""
+    if not globs:
+        return False
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(fnmatchcase(p, g.rstrip("/")) for g in globs for p in prefixes)
+
+
+def prune(root: Path, globs: Sequence[str]) -> list[str]:
+    """Remove the excluded paths below ``root`` (a fetched tree builder owns); returns
+    them, relative."""
+    gone: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if excluded(rel, globs):
+                gone.append(rel)
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
+        dirnames[:] = [d for d in dirnames if (Path(dirpath) / d).is_dir()]
+    return gone
+
+
+def check_tree(root: Path, what: str = "source", exclude: Sequence[str] = ()) -> None:
     """Refuse links that resolve outside ``root`` and special files, naming the first.
-    Version-control metadata is not looked into."""
+    Version-control metadata and the ``exclude`` globs are not looked into."""
     base = os.path.realpath(root)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in (".git", ".hg", ".svn")]
         for name in [*dirnames, *filenames]:
             p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if excluded(rel, exclude):
+                if name in dirnames:
+                    dirnames.remove(name)
+                continue
             try:
                 st = os.lstat(p)
             except OSError:
                 continue
-            rel = p.relative_to(root).as_posix()
             if stat.S_ISLNK(st.st_mode):
                 target = os.path.realpath(p)
                 if target != base and not target.startswith(base + os.sep):
                     raise SourcePolicyError(
                         f"{what} {root}: refusing {rel} -> {os.readlink(p)}: the link "
                         f"resolves outside the source tree ({target}); builder never builds "
-                        f"from files outside it\n  fix: replace the link with the file it "
-                        f"points to, or point it inside the tree")
+                        f"from files outside it\n  fix: if the build does not need it, leave "
+                        f"it out with `exclude: [\"{rel}\"]` under source: (or delete it with "
+                        f"a patch); else replace the link with the file it points to")
             elif not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
                 raise SourcePolicyError(
                     f"{what} {root}: refusing {rel}: a special file (FIFO, socket or "

@@ -60,6 +60,18 @@ def file_list(root: Path) -> list[dict[str, Any]]:
     return out
 
 
+def link_list(root: Path) -> list[dict[str, str]]:
+    """Every symbolic link below ``root`` with its target as written (not followed): an
+    install's ``libx.so -> libx.so.1`` is part of what was installed, like a file."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in sorted([*dirnames, *filenames]):
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                out.append({"path": p.relative_to(root).as_posix(), "target": os.readlink(p)})
+    return sorted(out, key=lambda x: x["path"])
+
+
 def remove_orphans(folder: Path, prefix: str, kind: Callable[[int], bool]) -> None:
     """Remove this user's ``<folder>/<prefix><pid>-*`` entries of ``kind`` (``stat.S_ISSOCK``,
     ``stat.S_ISDIR``) whose process ``pid`` no longer exists: what a process killed with

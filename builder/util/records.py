@@ -178,6 +178,12 @@ def parse_manifest(data: Any) -> dict[str, Any]:
             raise ShapeError(f"files[{i}].path", f"{rel!r} leaves the install folder")
         get(fo, "size", integer, f"files[{i}]")
         get(fo, "sha256", string, f"files[{i}]")
+    for i, link in enumerate(list_of(d.get("links", []), "links")):  # absent in old ones
+        lo = obj(link, f"links[{i}]")
+        rel = get(lo, "path", string, f"links[{i}]")
+        if rel.startswith("/") or ".." in rel.split("/"):
+            raise ShapeError(f"links[{i}].path", f"{rel!r} leaves the install folder")
+        get(lo, "target", string, f"links[{i}]")
     return d
 
 

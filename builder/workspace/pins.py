@@ -2,9 +2,11 @@
 
 A lockfile pins, per variant (recipe/backend-build_type[-pyX.Y]): the source (content
 digest, git commit or archive sha256), the toolchain versions, the Conan references and
-how each is provided (with the system package's version), the GPU archs and the option
-values.  Building with ``--lockfile`` refuses anything that differs, naming each
-difference, so a CI job builds exactly what was locked.
+how each is provided (with the system package's version), the GPU archs, the option
+values, and the recipe's own inputs: a digest of each field of the recipe (its flags,
+defines, backends, …) and of each ``${env.X}`` value it substitutes.  Building with
+``--lockfile`` refuses anything that differs, naming each difference (which recipe field,
+which variable), so a CI job builds exactly what was locked.
 """
 
 from __future__ import annotations
@@ -64,10 +66,31 @@ def differences(plan: BuildPlan, locked: dict[str, Any]) -> list[str]:
         for group in ("options", "pins"):
             w, h = want.get(group, {}), have[group]
             for k in sorted(set(w) | set(h)):
-                if w.get(k) != h.get(k):
+                if w.get(k) == h.get(k) or (k == "recipe" and any(
+                        p.startswith("recipe.") and w.get(p) != h.get(p) for p in h)):
+                    continue  # the whole recipe's digest: only when no field says more
+                if group == "pins" and k.startswith(("recipe", "env.")):
+                    out.append(f"{name}: {_drift(k, v, w.get(k), h.get(k))}")
+                else:
                     out.append(f"{name}: {group[:-1] if group == 'pins' else 'option'} {k}: "
                                f"locked {w.get(k, '(none)')!r}, now {h.get(k, '(none)')!r}")
     return out
+
+
+def _drift(pin: str, v: Variant, locked: object, now: object) -> str:
+    """A recipe or environment pin that differs, said as what changed (the digests are
+    only evidence)."""
+    if locked is None:
+        return (f"{pin}: not in the lockfile (it was written before builder pinned the "
+                f"recipe's inputs)")
+    if now is None:
+        return f"{pin}: locked, but the recipe no longer has it"
+    if pin.startswith("env."):
+        return (f"${{{pin}}} has another value than when locked (a {v.recipe_file} input; "
+                f"locked digest {locked}, now {now})")
+    field = pin.partition(".")[2] or "compile inputs"
+    return (f"recipe {field} changed in {v.recipe_file} since the lock (locked digest "
+            f"{locked}, now {now})")
 
 
 def check(plan: BuildPlan, path: Path) -> None:

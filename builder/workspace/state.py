@@ -19,7 +19,7 @@ from builder.memory.history import History
 from builder.recipe.model import Recipe
 from builder.source.cmakelists import listed_sources
 from builder.source.digest import StatCache, compile_units, tree_digest
-from builder.source.fetch import is_fetched
+from builder.source.fetch import is_fetched, read_marker
 from builder.workspace.paths import Workspace
 
 __all__ = ["State", "manifest_complete", "mark_done", "read_manifest", "read_state"]
@@ -35,6 +35,9 @@ class State:
     kernel_artifacts: frozenset[str] = frozenset()  # artifact keys in the kernel cache
     kernel_installs: tuple[tuple[str, str], ...] = ()  # (install folder, variant key)
     fetched: frozenset[str] = frozenset()  # keys of complete git/url source folders
+    #: fetched git trees → (commit, when it was resolved): what an allow_branch rev is
+    #: pinned to
+    fetched_commits: tuple[tuple[str, str, str], ...] = ()
     #: source root → its translation units (path relative to the root, includes seen)
     compile_units: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
     wheels: frozenset[str] = frozenset()  # wheel files already built
@@ -58,7 +61,16 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
 def manifest_complete(folder: Path, manifest: dict[str, Any],
                       cache: StatCache | None = None, content: bool = True) -> bool:
     """Every file the manifest lists is a regular file with its recorded size and — with
-    ``content`` — sha256 (through ``cache``, so an unchanged file is not re-read)."""
+    ``content`` — sha256 (through ``cache``, so an unchanged file is not re-read), and
+    every link it lists points where it did (a deleted or retargeted link is repaired by
+    the next build)."""
+    from builder.workspace.verify import link_problems
+
+    try:
+        if link_problems(folder, manifest):
+            return False
+    except (KeyError, TypeError):
+        return False
     for f in manifest.get("files", ()):
         try:
             p = folder / f["path"]
@@ -110,6 +122,17 @@ def _done(ws: Workspace, published: set[str]) -> frozenset[str]:
     return frozenset(marks | published)
 
 
+def fetched_commits(ws: Workspace, names: Iterable[str]) -> tuple[tuple[str, str, str], ...]:
+    """(folder, commit, when resolved) of the fetched git trees ``names`` (their
+    markers)."""
+    out = []
+    for name in names:
+        marker = read_marker(ws.sources / name)
+        if marker.get("kind") == "git" and marker.get("commit"):
+            out.append((name, str(marker["commit"]), str(marker.get("resolved", ""))))
+    return tuple(out)
+
+
 def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
     from builder.util import records
 
@@ -127,7 +150,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     for r in recipes:
         for s in r.sources:
             if s.kind == "path" and s.location not in source_digests:
-                source_digests[s.location] = tree_digest(Path(s.location), cache)
+                source_digests[s.location] = tree_digest(Path(s.location), cache, s.exclude)
         for s in r.sources:
             for patch in s.patches:
                 if patch not in file_digests and _is_file(Path(patch)):
@@ -181,6 +204,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     if ws.sources.is_dir():
         fetched = {p.name for p in ws.sources.iterdir() if is_fetched(p)}
     return State(wheels=wheels, fetched=frozenset(fetched),
+                 fetched_commits=fetched_commits(ws, sorted(fetched)),
                  compile_units=tuple(sorted(units.items())),
                  measured=measured, source_digests=tuple(sorted(source_digests.items())),
                  file_digests=tuple(sorted(file_digests.items())),

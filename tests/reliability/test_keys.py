@@ -80,7 +80,8 @@ def used_value(runner: StagingRunner, project: Path, value: str) -> bool:
 @pytest.mark.parametrize("place", sorted(ENV_PLACES))
 def test_env_values_are_substituted_and_keyed(project: Path, build: Build, place: str,
                                               monkeypatch: pytest.MonkeyPatch,
-                                              tmp_path: Path) -> None:
+                                              tmp_path: Path,
+                                              cli: Callable[..., CliResult]) -> None:
     edit(project / "recipes" / "greet.yaml", *ENV_PLACES[place])
     monkeypatch.setenv("GREET_X", "first111")
     r, runner = build()
@@ -93,9 +94,11 @@ def test_env_values_are_substituted_and_keyed(project: Path, build: Build, place
     r, runner = build()
     assert not nothing_to_do(r), f"changing GREET_X used in {place} rebuilt nothing"
     assert used_value(runner, state_profiles, "second22")
-    monkeypatch.delenv("GREET_X")
-    assert not nothing_to_do(build()[0])  # unset is a value too
-    assert nothing_to_do(build()[0])
+    monkeypatch.delenv("GREET_X")  # unset: an error at its place, never ""
+    r = cli("--state-dir", str(tmp_path / "state"), "build", "greet", cwd=project,
+            runner=StagingRunner())
+    assert r.code == 3 and "${env.GREET_X} is not set" in r.err, r.err
+    assert "greet.yaml:" in r.err and "${env.GREET_X:-" in r.err, r.err
 
 
 SOURCE_EDITS = ["build/gen.h", "node_modules/x/y.h", "__pycache__/m.h", ".pytest_cache/v",

@@ -95,7 +95,9 @@ def test_an_unset_env_in_the_install_root_is_an_error(kern: Path, tmp_path: Path
                                                  'root: "${env.KERN_TEST_ROOT}"'))
     monkeypatch.delenv("KERN_TEST_ROOT", raising=False)
     r = build(cli, kern, tmp_path / "state")
-    assert r.code == 4 and "KERN_TEST_ROOT" in r.err, r.err
+    # an unset variable is a recipe error at its place (never an empty root)
+    assert r.code == 3 and "kern.yaml:" in r.err and "${env.KERN_TEST_ROOT} is not set" \
+        in r.err, r.err
     monkeypatch.setenv("KERN_TEST_ROOT", str(tmp_path / "k"))
     r = build(cli, kern, tmp_path / "state")
     assert r.code == 0, r.out + r.err

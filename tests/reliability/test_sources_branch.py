@@ -85,3 +85,33 @@ def test_branch_is_resolved_at_fetch_time_and_recorded(project: Path, tmp_path: 
     assert f"feature resolved to commit {tip}" in log
     rec = RecordingRunner()  # fetched once: reused until its folder is deleted
     assert cli("build", "app", cwd=project, runner=rec).code == 0 and rec.calls == []
+
+
+class GitRunner(RecordingRunner):
+    """Records every command and really runs git's (the fetch step's clone)."""
+
+    def run(self, argv, **kw):  # type: ignore[no-untyped-def,override]
+        res = super().run(argv, **kw)
+        if Path(argv[0]).name == "git":
+            from builder.util.runner import Result
+
+            return Result(subprocess.run(list(argv), capture_output=True, check=False,
+                                         timeout=60).returncode)
+        return res
+
+
+def test_plan_and_build_say_which_commit_a_branch_is_pinned_to(
+        project: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    need("git")
+    repo, first = _greet_repo(project, tmp_path)
+    write(project, f"  git: {repo}\n  rev: master\n  allow_branch: true")
+    _git("branch", "-M", "master", cwd=repo)
+    state = str(tmp_path / "state")
+    r = cli("--state-dir", state, "plan", "greet", cwd=project)
+    assert r.code == 0 and "'master' is a branch or tag (allow_branch): resolved to a " \
+        "commit when fetched" in r.out, r.out
+    r = cli("--state-dir", state, "build", "greet", cwd=project, runner=GitRunner())
+    assert r.code == 0, r.out + r.err
+    assert f"'master' is pinned to commit {first}, resolved 20" in r.out, r.out
+    r = cli("--state-dir", state, "plan", "greet", cwd=project)
+    assert f"'master' is pinned to commit {first}, resolved 20" in r.out, r.out

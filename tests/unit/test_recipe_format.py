@@ -63,6 +63,7 @@ MAPPING: dict[str, str] = {
     "source.sha256": "Recipe.sources[].sha256",
     "source.patches": "Recipe.sources[].patches",
     "source.subdir": "Recipe.sources[].subdir",
+    "source.exclude": "Recipe.sources[].exclude",
     "build.enabled_by": "Recipe.enabled_by",
     "build.system": "Recipe.build_system",
     "build.build_types": "Recipe.build_types",
@@ -117,6 +118,7 @@ MAPPING: dict[str, str] = {
     "install.files[].to": "Recipe.install.files[].dest",
     "install.project_rules": "Recipe.install.project_rules",
     "test[].allow_empty": "Recipe.tests[].allow_empty",
+    "test[].enabled_by": "Recipe.tests[].enabled_by",
     "wheel.manylinux": "Recipe.wheel.manylinux",
     "wheel.exclude": "Recipe.wheel.exclude",
     "wheel.requires": "Recipe.wheel.requires",
@@ -153,6 +155,7 @@ DERIVED: dict[str, str] = {
     "Recipe.digest": "sha256 of the recipe file's bytes",
     "Recipe.positions": "line/column of every value, from the YAML loader",
     "Source.credential": "a reference to the git/url source's URL when it holds a secret",
+    "Recipe.substituted": "the texts the schema marks x-substitute (subst.interpolated)",
 }
 
 # -- the schema's paths ----------------------------------------------------------------------
@@ -384,7 +387,7 @@ MAXIMAL: dict[str, Any] = {
                 "description": "SENTINEL description", "license": "SENTINEL-LICENSE",
                 "homepage": "https://sentinel.invalid/home"},
     "source": {"path": "../sentinel_src", "patches": ["../patches/sentinel.patch"],
-               "subdir": "sentinel_subdir"},
+               "subdir": "sentinel_subdir", "exclude": ["sentinel/*.bin"]},
     "build": {"enabled_by": "sentinel_on", "build_types": ["debug", "relwithdebinfo"],
               "targets": ["sentinel_target"], "compiler_cache": "sccache",
               "cxx_standard": "gnu23"},
@@ -426,7 +429,8 @@ MAXIMAL: dict[str, Any] = {
     "test": [{"name": "sentinel-test", "run": ["sentinel-run", "${python}"],
               "env": {"SENTINEL_TEST_ENV": "sentinel_env_value"}, "cwd": "sentinel_cwd",
               "backends": ["sentinelarm"], "devices": {"cuda": "sentinel_device"},
-              "timeout": 4321, "needs_gpu": True, "allow_empty": True}],
+              "timeout": 4321, "needs_gpu": True, "allow_empty": True,
+              "enabled_by": "sentinel_on"}],
     "install": {"root": "~/sentinel_root", "layout": "${backend}/sentinel/${kernel}.${ext}"},
 }
 

@@ -10,7 +10,12 @@ def test_substitute_replaces_known_values_only() -> None:
                       {"backend": "cuda", "kernel": "k", "arch": "sm_80", "ext": "ptx"}) \
         == "cuda/k/sm_80.ptx"
     assert substitute("$${literal} ${a}", {"a": "x"}) == "${literal} x"
-    assert substitute("${env.MISSING}", {}) == ""
+    with pytest.raises(SubstitutionError):  # never an empty string
+        substitute("${env.MISSING}", {})
+    assert substitute("${env.MISSING:-/opt/x}", {}) == "/opt/x"
+    assert substitute("${env.SET:-/opt/x}", {"env.SET": "/y"}) == "/y"
+    assert substitute("${env.EMPTY:-d}", {"env.EMPTY": ""}) == "d"  # as a shell's :-
+    assert is_known("env.X:-a b") and not is_known("options.x:-a")
     with pytest.raises(SubstitutionError):
         substitute("${nope}", {})
 

@@ -189,3 +189,37 @@ def test_a_compiler_without_a_shared_libstdcxx_is_refused_for_system_cxx_deps(
     v = greet(static)
     assert v.status == SKIP and "has no shared libstdc++" in v.reason
     assert "glog, protobuf" in v.reason and "CXX=/usr/bin/g++" in v.fix
+
+
+@pytest.mark.parametrize("edit,said", [
+    (("cxx: [-O2]", "cxx: [-O0]"), "greet/cpu-release: recipe flags changed in"),
+    (("backends:\n", 'defines:\n  GREET_X: "${env.GREET_X}"\nbackends:\n'),
+     "greet/cpu-release: recipe defines changed in"),
+])
+def test_lockfile_refuses_a_changed_recipe_input(project: Path, tmp_path: Path,
+                                                  edit: tuple[str, str], said: str) -> None:
+    """A lockfile pins the compile inputs: a changed flag or define is drift, named."""
+    lock = tmp_path / "builder.workspace.lock"
+    lock.write_text(json.dumps(lock_data(plan_for(project, ["app"], "linux-cuda13"))))
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text().replace(*edit, 1))
+    with pytest.raises(PlanError) as e:
+        check(plan_for(project, ["app"], "linux-cuda13",
+                       env=(("HOME", "/h"), ("GREET_X", "a"))), lock)
+    assert said in str(e.value) and "builder lock" in str(e.value), str(e.value)
+    assert "recipe: " not in str(e.value)  # the field says it; not the whole digest too
+
+
+def test_lockfile_refuses_a_changed_env_value(project: Path, tmp_path: Path) -> None:
+    recipe = project / "recipes" / "greet.yaml"
+    recipe.write_text(recipe.read_text().replace(
+        "backends:\n", 'defines:\n  GREET_X: "${env.GREET_X}"\nbackends:\n', 1))
+    lock = tmp_path / "builder.workspace.lock"
+    lock.write_text(json.dumps(lock_data(plan_for(project, ["app"], "linux-cuda13",
+                                                  env=(("HOME", "/h"), ("GREET_X", "a"))))))
+    same = plan_for(project, ["app"], "linux-cuda13", env=(("HOME", "/h"), ("GREET_X", "a")))
+    check(same, lock)
+    with pytest.raises(PlanError, match=r"greet/cpu-release: \$\{env.GREET_X\} has another "
+                                        r"value than when locked"):
+        check(plan_for(project, ["app"], "linux-cuda13",
+                       env=(("HOME", "/h"), ("GREET_X", "b"))), lock)
