@@ -24,7 +24,8 @@ from pathlib import Path
 from builder.memory.estimate import SOURCE_SUFFIXES, scan_includes
 from builder.util.files import file_sha256
 
-__all__ = ["SKIP_DIRS", "VCS_DIRS", "StatCache", "compile_units", "tree_digest"]
+__all__ = ["SKIP_DIRS", "VCS_DIRS", "StatCache", "compile_units", "tree_digest",
+           "tree_digests"]
 
 #: version-control metadata: the only folders a digest leaves out by name
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -80,8 +81,16 @@ def _special(mode: int) -> str:
 
 def tree_digest(root: Path, cache: StatCache | None = None) -> str:
     """A digest of every entry below ``root`` (see the module's docstring)."""
+    return tree_digests(root, cache)[0]
+
+
+def tree_digests(root: Path, cache: StatCache | None = None) -> tuple[str, str]:
+    """(:func:`tree_digest`, a digest of its files' names alone), from one
+    walk: the second changes when a file is added, removed or renamed, never when one
+    is edited (:mod:`builder.source.inputs` checks the files a build read by content)."""
     cache = cache or StatCache()
     h = hashlib.sha256()
+    names = hashlib.sha256()
 
     def unreadable(exc: OSError) -> None:  # a folder that cannot be listed
         h.update(f"{exc.filename}\0unlistable\0{exc.errno}\n".encode())
@@ -103,6 +112,7 @@ def tree_digest(root: Path, cache: StatCache | None = None) -> str:
             rel = p.relative_to(root).as_posix()
             if rel == SOURCE_MARKER:
                 continue
+            names.update(f"{rel}\0".encode())
             try:
                 st = os.lstat(p)
                 if stat.S_ISLNK(st.st_mode):
@@ -122,7 +132,7 @@ def tree_digest(root: Path, cache: StatCache | None = None) -> str:
                     h.update(f"{rel}\0{_special(st.st_mode)}\n".encode())
             except OSError as exc:  # unreadable: its state is part of the digest
                 h.update(f"{rel}\0unreadable\0{exc.errno}\n".encode())
-    return h.hexdigest()
+    return h.hexdigest(), names.hexdigest()
 
 
 def compile_units(root: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:

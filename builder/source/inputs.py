@@ -1,0 +1,247 @@
+"""The inputs a build really read, taken from the build tool's own dependency record, and
+their verification by content.
+
+After a CMake variant is built, :func:`take_record` collects every file the build tool
+knows the build read:
+
+* Ninja's deps log (``ninja -t deps``: the headers each compile included, as the
+  compilers' depfiles said — a header anywhere on disk is there, e.g. one reached
+  through ``include_directories(../common)``);
+* every input of every edge in ``build.ninja`` and the files it includes (sources,
+  custom commands' inputs, and CMake's configure inputs: the files the ``RERUN_CMAKE``
+  edge depends on — CMakeLists.txt, included ``.cmake`` files, ``configure_file``
+  templates);
+* the depfiles (``*.d``) ninja reads itself rather than logging;
+* the files the install rules copy (absolute paths named in ``cmake_install.cmake``) and
+  those the recipe's ``install.files`` patterns match.
+
+Of these, the regular files outside builder's own folders are kept with their
+(size, mtime_ns, inode) and sha256, plus a digest of the set of file names in each
+source tree (so that a new file — a glob's new match, a header that now shadows
+another — is noticed).  :func:`verify` checks a record against the disk: stat first,
+hashing only a file whose stat changed (through :class:`~builder.source.digest.StatCache`).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder.source.digest import StatCache
+from builder.util.runner import capture
+
+__all__ = ["EDITED", "Input", "Verdict", "build_ninja_inputs", "depfile_inputs",
+           "install_rule_inputs", "ninja_deps", "parse_record", "take_record", "verify"]
+
+#: (path, size, mtime_ns, inode, sha256)
+Input = tuple[str, int, int, int, str]
+#: the sha256 recorded for a file edited while the build ran: matches no content
+EDITED = "edited-during-the-build"
+
+_ABS_QUOTED = re.compile(r'"(/[^"]+)"')
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What :func:`verify` found: ``ok`` when every recorded file and every name set is
+    unchanged; ``current`` digests what is there now (a conservative key's part)."""
+
+    ok: bool
+    current: str
+
+
+def ninja_deps(ninja: str, build: Path) -> set[str]:
+    """The files ``ninja -t deps`` lists (the headers each compile read)."""
+    rc, out = capture([ninja, "-C", str(build), "-t", "deps"], timeout=300)
+    if rc != 0:
+        return set()
+    return {line.strip() for line in out.splitlines()
+            if line.startswith((" ", "\t")) and line.strip()}
+
+
+def _ninja_lines(text: str) -> Iterable[str]:
+    """Logical lines of a ninja file (``$`` + newline continues a line)."""
+    buf = ""
+    for raw in text.splitlines():
+        if raw.endswith("$") and not raw.endswith("$$"):
+            buf += raw[:-1]
+            continue
+        yield buf + raw
+        buf = ""
+    if buf:
+        yield buf
+
+
+def _ninja_paths(text: str) -> list[str]:
+    """The paths of a space separated ninja path list (``$ ``, ``$:``, ``$$`` escapes)."""
+    out, cur, i = [], "", 0
+    while i < len(text):
+        c = text[i]
+        if c == "$" and i + 1 < len(text):
+            cur += {" ": " ", ":": ":", "$": "$"}.get(text[i + 1], "$" + text[i + 1])
+            i += 2
+            continue
+        if c == " ":
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    if cur:
+        out.append(cur)
+    return out
+
+
+def build_ninja_inputs(build: Path) -> set[str]:
+    """Every input (explicit, implicit, order-only) of every edge in ``build.ninja`` and
+    in the files it includes; relative paths are made absolute against ``build``."""
+    out: set[str] = set()
+    todo, seen = [build / "build.ninja"], set()
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in _ninja_lines(text):
+            if line.startswith(("include ", "subninja ")):
+                todo.extend(build / p for p in _ninja_paths(line.split(" ", 1)[1]))
+            elif line.startswith("build "):
+                rest = line[len("build "):]
+                # the first unescaped ':' ends the outputs
+                m = re.search(r"(?<!\$):", rest)
+                if m is None:
+                    continue
+                parts = _ninja_paths(rest[m.end():])
+                inputs = [p for p in parts[1:] if p not in ("|", "||", "|@")]
+                out.update(p if os.path.isabs(p) else str(build / p) for p in inputs)
+    return out
+
+
+def depfile_inputs(build: Path) -> set[str]:
+    """The prerequisites of every make-style depfile (``*.d``) below ``build``."""
+    out: set[str] = set()
+    for d in build.rglob("*.d"):
+        try:
+            text = d.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        text = text.replace("\\\n", " ")
+        for line in text.splitlines():
+            m = re.search(r"(?<!\\):(\s|$)", line)
+            if m is None:
+                continue
+            for raw in re.split(r"(?<!\\)\s+", line[m.end():].strip()):
+                if raw:
+                    p = raw.replace("\\ ", " ")
+                    out.add(p if os.path.isabs(p) else str(d.parent / p))
+    return out
+
+
+def install_rule_inputs(build: Path) -> set[str]:
+    """The absolute paths that the install scripts (``cmake_install.cmake``) name: the
+    files ``install(FILES ...)`` and the like copy from the source tree."""
+    out: set[str] = set()
+    for f in build.rglob("cmake_install.cmake"):
+        try:
+            out.update(_ABS_QUOTED.findall(f.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    return out
+
+
+def _glob_files(patterns: Sequence[str]) -> set[str]:
+    out: set[str] = set()
+    for pat in patterns:
+        for m in (glob.glob(pat, recursive=True) if glob.has_magic(pat) else [pat]):
+            if os.path.isdir(m):
+                for dirpath, _, names in os.walk(m):
+                    out.update(os.path.join(dirpath, n) for n in names)
+            else:
+                out.add(m)
+    return out
+
+
+def _owned(path: str, owned: Sequence[str]) -> bool:
+    return any(path == o or path.startswith(o.rstrip("/") + "/") for o in owned)
+
+
+def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequence[str],
+                names: Mapping[str, str], cache: StatCache | None = None,
+                planned: Mapping[str, tuple[int, int, int, int, str]] | None = None
+                ) -> dict[str, Any]:
+    """The record of what the build at ``build`` read (see the module's docstring):
+    ``{"inputs": [[path, size, mtime_ns, inode, sha256], ...], "names": [[root, digest]]}``.
+    ``owned``: builder's folders (never inputs: what is there is keyed by builder);
+    ``collected``: the ``install.files`` patterns (absolute); ``names``: each source
+    tree's name digest when the build was planned; ``planned``: the digest cache as the
+    plan read the source folders — a file whose identity changed since was edited while
+    the build ran, and is recorded as changed (the next build rebuilds it), since what
+    the build saw of it is unknown."""
+    cache = cache or StatCache()
+    planned = planned or {}
+    paths = ninja_deps(ninja, build) | build_ninja_inputs(build) | depfile_inputs(build) | \
+        install_rule_inputs(build) | _glob_files(collected)
+    real_owned = [os.path.realpath(o) for o in owned] + list(owned)
+    inputs: list[list[Any]] = []
+    for p in sorted({os.path.normpath(x) for x in paths}):
+        if _owned(p, real_owned) or _owned(os.path.realpath(p), real_owned):
+            continue
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue  # a phony or a file that was removed: not read by this build
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        before = planned.get(p)
+        edited = before is not None and \
+            tuple(before[:4]) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        inputs.append([p, st.st_size, st.st_mtime_ns, st.st_ino,
+                       EDITED if edited else cache.sha256(Path(p), st)])
+    return {"inputs": inputs, "names": sorted([k, v] for k, v in names.items())}
+
+
+def parse_record(data: Any) -> tuple[list[Input], dict[str, str]] | None:
+    """A record from a manifest, or None when it is missing or not of the right shape."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        inputs = [(str(p), int(s), int(m), int(i), str(h)) for p, s, m, i, h in data["inputs"]]
+        names = {str(k): str(v) for k, v in data["names"]}
+    except (KeyError, TypeError, ValueError):
+        return None
+    return inputs, names
+
+
+def verify(inputs: Sequence[Input], names: Mapping[str, str], names_now: Mapping[str, str],
+           cache: StatCache) -> Verdict:
+    """Whether every recorded input still has its content (stat first, then sha256 of a
+    file whose stat changed) and every source tree its names; and a digest of what is
+    there now."""
+    ok = all(names_now.get(root) == d for root, d in names.items())
+    h = hashlib.sha256()
+    for root in sorted(names):
+        h.update(f"names\0{root}\0{names_now.get(root, '')}\n".encode())
+    for path, size, mtime, ino, sha in inputs:
+        try:
+            st = os.stat(path)
+            if (st.st_size, st.st_mtime_ns, st.st_ino) == (size, mtime, ino):
+                now = sha
+            else:
+                now = cache.sha256(Path(path), st) if stat.S_ISREG(st.st_mode) else "special"
+        except OSError:
+            now = "missing"
+        ok = ok and now == sha and sha != EDITED
+        h.update(f"{path}\0{now}\n".encode())
+    return Verdict(ok, h.hexdigest())
