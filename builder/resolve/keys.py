@@ -247,10 +247,11 @@ def compile_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
 
 
 def variant_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
-    """The compile key plus what only the tests and the wheel use, and the whole source
-    folders (what tests may read)."""
-    return digest(FORMAT, "variant", compile_key(k, record), test_digest(k.recipe),
-                  k.test_env, k.sources)
+    """The compile key plus what only the tests and the wheel use, and — for a recipe with
+    tests or a wheel — the whole source folders (test data, the wheel's files)."""
+    r = k.recipe
+    return digest(FORMAT, "variant", compile_key(k, record), test_digest(r), k.test_env,
+                  k.sources if r.tests or r.python.versions else "")
 
 
 def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:

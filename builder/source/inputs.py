@@ -46,6 +46,8 @@ Input = tuple[str, int, int, int, str]
 EDITED = "edited-during-the-build"
 
 _ABS_QUOTED = re.compile(r'"(/[^"]+)"')
+#: a ``file(INSTALL ...)`` command of an install script, up to its closing parenthesis
+_FILE_INSTALL = re.compile(r'file\(INSTALL\b((?:[^()"]|"[^"]*")*)\)', re.S)
 
 
 @dataclass(frozen=True)
@@ -150,14 +152,18 @@ def depfile_inputs(build: Path) -> set[str]:
 
 
 def install_rule_inputs(build: Path) -> set[str]:
-    """The absolute paths that the install scripts (``cmake_install.cmake``) name: the
-    files ``install(FILES ...)`` and the like copy from the source tree."""
+    """What the install scripts (``cmake_install.cmake``) copy: the absolute paths after
+    ``FILES`` in each ``file(INSTALL ...)`` — ``install(FILES|DIRECTORY|TARGETS ...)``
+    of the source tree and of the build."""
     out: set[str] = set()
     for f in build.rglob("cmake_install.cmake"):
         try:
-            out.update(_ABS_QUOTED.findall(f.read_text(encoding="utf-8", errors="replace")))
+            text = f.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
+        for m in _FILE_INSTALL.finditer(text):
+            _, _, files = m.group(1).partition(" FILES")
+            out.update(_ABS_QUOTED.findall(files))
     return out
 
 
@@ -191,8 +197,9 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
     the build saw of it is unknown."""
     cache = cache or StatCache()
     planned = planned or {}
+    # a folder the install rules or install.files copy: every file in it is an input
     paths = ninja_deps(ninja, build) | build_ninja_inputs(build) | depfile_inputs(build) | \
-        install_rule_inputs(build) | _glob_files(collected)
+        _glob_files([*install_rule_inputs(build), *collected])
     real_owned = [os.path.realpath(o) for o in owned] + list(owned)
     inputs: list[list[Any]] = []
     for p in sorted({os.path.normpath(x) for x in paths}):
