@@ -53,7 +53,8 @@ _FILE_INSTALL = re.compile(r'file\(INSTALL\b((?:[^()"]|"[^"]*")*)\)', re.S)
 @dataclass(frozen=True)
 class Verdict:
     """What :func:`verify` found: ``ok`` when every recorded file and every name set is
-    unchanged; ``current`` digests what is there now (a conservative key's part)."""
+    unchanged; otherwise ``current`` digests what is there now (a conservative key's
+    part)."""
 
     ok: bool
     current: str
@@ -219,36 +220,68 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
     return {"inputs": inputs, "names": sorted([k, v] for k, v in names.items())}
 
 
-def parse_record(data: Any) -> tuple[list[Input], dict[str, str]] | None:
-    """A record from a manifest, or None when it is missing or not of the right shape."""
-    if not isinstance(data, dict):
+def parse_record(data: Any) -> tuple[list[Any], dict[str, str]] | None:
+    """A record from a manifest — its inputs as stored (each entry is checked by
+    :func:`verify`, where a malformed one counts as changed) and its name digests — or
+    None when it is missing or not of the right shape."""
+    if not isinstance(data, dict) or not isinstance(data.get("inputs"), list):
         return None
     try:
-        inputs = [(str(p), int(s), int(m), int(i), str(h)) for p, s, m, i, h in data["inputs"]]
         names = {str(k): str(v) for k, v in data["names"]}
     except (KeyError, TypeError, ValueError):
         return None
-    return inputs, names
+    return data["inputs"], names
 
 
-def verify(inputs: Sequence[Input], names: Mapping[str, str], names_now: Mapping[str, str],
-           cache: StatCache) -> Verdict:
-    """Whether every recorded input still has its content (stat first, then sha256 of a
-    file whose stat changed) and every source tree its names; and a digest of what is
-    there now."""
+def _now(path: str) -> tuple[int, int, int] | str:
+    """(size, mtime_ns, inode) of a regular file, else why it is not one."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return "missing"
+    if not stat.S_ISREG(st.st_mode):
+        return "special"
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def verify(inputs: Sequence[Any], names: Mapping[str, str], names_now: Mapping[str, str],
+           cache: StatCache, seen: dict[str, tuple[int, int, int] | str] | None = None
+           ) -> Verdict:
+    """Whether every recorded input (:data:`Input`) still has its content (stat first,
+    then sha256 of a file whose stat changed) and every source tree its names; and, when
+    not, a digest of what is there now.  ``seen``: the stat of each path earlier calls
+    looked at (records of several installs share most system headers: each is looked at
+    once).  A malformed entry counts as a changed file."""
+    seen = {} if seen is None else seen
     ok = all(names_now.get(root) == d for root, d in names.items())
+    contents: list[tuple[str, str]] = []
+    for entry in inputs:
+        try:
+            path, size, mtime, ino, sha = entry
+        except (TypeError, ValueError):
+            ok = False
+            contents.append(("", "malformed"))
+            continue
+        if not isinstance(path, str):
+            ok = False
+            contents.append(("", "malformed"))
+            continue
+        st = seen.get(path)
+        if st is None:
+            st = seen[path] = _now(path)
+        if isinstance(st, str):
+            now = st
+        elif st == (size, mtime, ino):
+            now = str(sha)
+        else:
+            now = cache.sha256(Path(path))
+        ok = ok and now == sha and sha != EDITED
+        contents.append((path, now))
+    if ok:
+        return Verdict(True, "")
     h = hashlib.sha256()
     for root in sorted(names):
         h.update(f"names\0{root}\0{names_now.get(root, '')}\n".encode())
-    for path, size, mtime, ino, sha in inputs:
-        try:
-            st = os.stat(path)
-            if (st.st_size, st.st_mtime_ns, st.st_ino) == (size, mtime, ino):
-                now = sha
-            else:
-                now = cache.sha256(Path(path), st) if stat.S_ISREG(st.st_mode) else "special"
-        except OSError:
-            now = "missing"
-        ok = ok and now == sha and sha != EDITED
+    for path, now in contents:
         h.update(f"{path}\0{now}\n".encode())
-    return Verdict(ok, h.hexdigest())
+    return Verdict(False, h.hexdigest())

@@ -170,6 +170,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     installed: set[str] = set()
     published: set[str] = set()  # variant keys of complete installs and kernel trees
     checked: list[InstallRecord] = []
+    seen: dict[str, tuple[int, int, int] | str] = {}  # recorded input → its stat now
     install_root = ws.installs
     if install_root.is_dir():
         for mf in install_root.glob("*/*/manifest.json"):
@@ -177,7 +178,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
             if data and data.get("key") and manifest_complete(mf.parent, data, cache):
                 installed.add(str(data["key"]))
                 published.add(str(data.get("variant_key") or ""))
-                rec = _install_record(data, name_digests, cache)
+                rec = _install_record(data, name_digests, cache, seen)
                 if rec is not None:
                     checked.append(rec)
     artifacts: set[str] = set()
@@ -222,7 +223,8 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
 
 
 def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],
-                    cache: StatCache) -> InstallRecord | None:
+                    cache: StatCache, seen: dict[str, tuple[int, int, int] | str]
+                    ) -> InstallRecord | None:
     """The install's record checked against the disk; None without one, or when it names
     a source folder none of the recipes at hand uses (nothing here can use it)."""
     config_key = manifest.get("config_key")
@@ -232,5 +234,5 @@ def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],
     inputs, names = parsed
     if not names or any(root not in name_digests for root in names):
         return None
-    verdict = verify(inputs, names, name_digests, cache)
+    verdict = verify(inputs, names, name_digests, cache, seen)
     return InstallRecord(config_key, str(manifest["key"]), verdict.ok, verdict.current)
