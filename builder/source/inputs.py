@@ -13,7 +13,9 @@ knows the build read:
   templates);
 * the depfiles (``*.d``) ninja reads itself rather than logging;
 * the files the install rules copy (absolute paths named in ``cmake_install.cmake``) and
-  those the recipe's ``install.files`` patterns match.
+  those the recipe's ``install.files`` patterns match;
+* the files of the source folders that the project's CMake files name (what
+  ``file(READ ...)`` reads at configure time is no configure input of CMake's).
 
 Of these, the regular files outside builder's own folders are kept with their
 (size, mtime_ns, inode) and sha256, plus a digest of the set of file names in each
@@ -37,7 +39,8 @@ from typing import Any
 from builder.source.digest import StatCache
 from builder.util.runner import capture
 
-__all__ = ["EDITED", "Input", "Verdict", "build_ninja_inputs", "depfile_inputs",
+__all__ = ["EDITED", "Input", "Verdict", "build_ninja_inputs", "cmake_mentions",
+           "depfile_inputs",
            "install_rule_inputs", "ninja_deps", "parse_record", "take_record", "verify"]
 
 #: (path, size, mtime_ns, inode, sha256)
@@ -46,6 +49,8 @@ Input = tuple[str, int, int, int, str]
 EDITED = "edited-during-the-build"
 
 _ABS_QUOTED = re.compile(r'"(/[^"]+)"')
+#: a word of a CMake file that may name a file (``VERSION``, ``/data/table.txt``)
+_PATH_WORD = re.compile(r"[A-Za-z0-9_+/.-]+")
 #: a ``file(INSTALL ...)`` command of an install script, up to its closing parenthesis
 _FILE_INSTALL = re.compile(r'file\(INSTALL\b((?:[^()"]|"[^"]*")*)\)', re.S)
 
@@ -168,6 +173,34 @@ def install_rule_inputs(build: Path) -> set[str]:
     return out
 
 
+def cmake_mentions(files: Iterable[str], roots: Sequence[str]) -> set[str]:
+    """The files of the source folders that the project's CMake files (among ``files``)
+    name: what ``file(READ|STRINGS ...)`` or a script reads at configure time is not
+    among CMake's configure inputs, but its name is in the CMake file (``VERSION``,
+    ``${CMAKE_CURRENT_SOURCE_DIR}/data/table.txt``).  Each word that looks like a path is
+    tried below the CMake file's folder and below each source folder."""
+    out: set[str] = set()
+    roots = [r.rstrip("/") for r in roots]
+    for f in files:
+        if not (f.endswith((".cmake", "/CMakeLists.txt")) and
+                any(f.startswith(r + "/") for r in roots)):
+            continue
+        try:
+            text = Path(f).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        bases = [os.path.dirname(f), *roots]
+        for word in set(_PATH_WORD.findall(text)):
+            rel = word.lstrip("/")
+            if not rel:
+                continue
+            for base in bases:
+                cand = os.path.normpath(os.path.join(base, rel))
+                if any(cand.startswith(r + "/") for r in roots) and os.path.isfile(cand):
+                    out.add(cand)
+    return out
+
+
 def _glob_files(patterns: Sequence[str]) -> set[str]:
     out: set[str] = set()
     for pat in patterns:
@@ -201,6 +234,7 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
     # a folder the install rules or install.files copy: every file in it is an input
     paths = ninja_deps(ninja, build) | build_ninja_inputs(build) | depfile_inputs(build) | \
         _glob_files([*install_rule_inputs(build), *collected])
+    paths |= cmake_mentions(paths, list(names))
     real_owned = [os.path.realpath(o) for o in owned] + list(owned)
     inputs: list[list[Any]] = []
     for p in sorted({os.path.normpath(x) for x in paths}):

@@ -229,3 +229,24 @@ def test_tool_files_follow_wrappers_and_caches(tmp_path: Path) -> None:
     link.symlink_to(ccache)
     got = tool_files(str(link), os.pathsep.join([str(link.parent), str(real.parent)]))
     assert got == [str(ccache), str(real)]
+
+
+def test_files_the_cmake_files_name_are_inputs(tmp_path: Path) -> None:
+    """``file(READ VERSION)`` at configure time: VERSION is no configure input of CMake's,
+    but the CMake file names it."""
+    src, build = tmp_path / "src", tmp_path / "state" / "build"
+    (src / "cmake").mkdir(parents=True)
+    build.mkdir(parents=True)
+    (src / "VERSION").write_text("1.2.3")
+    (src / "data.txt").write_text("d")
+    (src / "README.md").write_text("r")
+    (src / "CMakeLists.txt").write_text(
+        'file(READ "${CMAKE_CURRENT_SOURCE_DIR}/VERSION" v)\ninclude(cmake/more.cmake)\n')
+    (src / "cmake" / "more.cmake").write_text("file(STRINGS ../data.txt d)\n")
+    (build / "build.ninja").write_text(
+        f"build build.ninja: RERUN_CMAKE | {src / 'CMakeLists.txt'} "
+        f"{src / 'cmake' / 'more.cmake'}\n")
+    rec = take_record("ninja-not-here", build, [str(tmp_path / "state")], [],
+                      {str(src): "n"})
+    assert {e[0] for e in rec["inputs"]} == {
+        str(src / f) for f in ("CMakeLists.txt", "cmake/more.cmake", "VERSION", "data.txt")}
