@@ -27,7 +27,9 @@ def publish_install(ex: StepHost, step: Step) -> None:
     manifest = {**pub.meta, "key": step.inputs_hash, "files": file_list(stage),
                 "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if pub.record is not None:  # what the build read: the next plan checks it
-        manifest.update(config_key=pub.record.config_key, record=_record(ex, pub.record))
+        record = _record(ex, pub.record)
+        if record is not None:
+            manifest.update(config_key=pub.record.config_key, record=record)
     atomic_write(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
     replace_dir(stage, prefix)
 
@@ -74,7 +76,7 @@ def publish_kernels(ex: StepHost, step: Step) -> None:
     atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))
 
 
-def _record(ex: StepHost, spec: RecordInputs) -> dict[str, object]:
+def _record(ex: StepHost, spec: RecordInputs) -> dict[str, object] | None:
     """The files the build read (:func:`builder.source.inputs.take_record`); the digest
     cache as the plan left it tells which source files changed while the build ran."""
     from builder.source.digest import StatCache

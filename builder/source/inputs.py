@@ -65,11 +65,14 @@ class Verdict:
     current: str
 
 
-def ninja_deps(ninja: str, build: Path) -> set[str]:
-    """The files ``ninja -t deps`` lists (the headers each compile read)."""
+def ninja_deps(ninja: str, build: Path) -> set[str] | None:
+    """The files ``ninja -t deps`` lists (the headers each compile read); None when
+    ninja cannot say (then no record is complete)."""
+    if not (build / "build.ninja").is_file():
+        return None
     rc, out = capture([ninja, "-C", str(build), "-t", "deps"], timeout=300)
     if rc != 0:
-        return set()
+        return None
     return {line.strip() for line in out.splitlines()
             if line.startswith((" ", "\t")) and line.strip()}
 
@@ -220,7 +223,7 @@ def _owned(path: str, owned: Sequence[str]) -> bool:
 def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequence[str],
                 names: Mapping[str, str], cache: StatCache | None = None,
                 planned: Mapping[str, tuple[int, int, int, int, str]] | None = None
-                ) -> dict[str, Any]:
+                ) -> dict[str, Any] | None:
     """The record of what the build at ``build`` read (see the module's docstring):
     ``{"inputs": [[path, size, mtime_ns, inode, sha256], ...], "names": [[root, digest]]}``.
     ``owned``: builder's folders (never inputs: what is there is keyed by builder);
@@ -228,11 +231,16 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
     tree's name digest when the build was planned; ``planned``: the digest cache as the
     plan read the source folders — a file whose identity changed since was edited while
     the build ran, and is recorded as changed (the next build rebuilds it), since what
-    the build saw of it is unknown."""
+    the build saw of it is unknown.  None when Ninja's deps log cannot be read: a record
+    without the headers would not be complete (the install is then keyed conservatively,
+    by the whole source folders)."""
     cache = cache or StatCache()
     planned = planned or {}
+    deps = ninja_deps(ninja, build)
+    if deps is None:
+        return None
     # a folder the install rules or install.files copy: every file in it is an input
-    paths = ninja_deps(ninja, build) | build_ninja_inputs(build) | depfile_inputs(build) | \
+    paths = deps | build_ninja_inputs(build) | depfile_inputs(build) | \
         _glob_files([*install_rule_inputs(build), *collected])
     paths |= cmake_mentions(paths, list(names))
     real_owned = [os.path.realpath(o) for o in owned] + list(owned)

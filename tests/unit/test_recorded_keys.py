@@ -61,6 +61,17 @@ def _publish(plan: BuildPlan, reads: dict[str, list[Path]]) -> None:
                                     "names": [list(n) for n in record.names]}}))
 
 
+def _fake_ninja(folder: Path, deps: list[Path]) -> str:
+    """A ``ninja`` whose ``-t deps`` prints ``deps`` as the deps log of one object."""
+    exe = folder / "ninja"
+    log = f"a.o: #deps {len(deps)}, deps mtime 1 (VALID)\n" + \
+        "".join(f"    {d}\n" for d in deps) + "\n"
+    (folder / "deps.txt").write_text(log)
+    exe.write_text(f"#!/bin/sh\ncat '{folder / 'deps.txt'}'\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
 def _status(plan: BuildPlan) -> dict[str, str]:
     return {v.recipe: v.status for v in plan.variants}
 
@@ -186,18 +197,25 @@ def test_take_record_keeps_what_lies_outside_builders_folders(tmp_path: Path) ->
     (build / "cmake_install.cmake").write_text(
         f'file(INSTALL DESTINATION "${{CMAKE_INSTALL_PREFIX}}/include" TYPE DIRECTORY '
         f'FILES "{src / "include"}/")\nset(CMAKE_OBJDUMP "/usr/bin/objdump")\n')
+    (tmp_path / "elsewhere").mkdir()
+    header = tmp_path / "elsewhere" / "x.h"
+    header.write_text("x")
+    ninja = _fake_ninja(tmp_path, [header, build / "gen.h"])
+    assert take_record("ninja-not-here", build, [str(state)], [], {}) is None
     before = (src / "a.cpp").stat()
-    rec = take_record("ninja-not-here", build, [str(state)], [str(src / "docs")], {"r": "n"},
+    rec = take_record(ninja, build, [str(state)], [str(src / "docs")], {"r": "n"},
                       planned={str(src / "a.cpp"): (before.st_size, before.st_mtime_ns,
                                                     before.st_ctime_ns, before.st_ino, "x")})
+    assert rec is not None
     paths = {e[0] for e in rec["inputs"]}
     assert paths == {str(src / "a.cpp"), str(src / "include" / "only_installed.h"),
-                     str(src / "docs" / "guide.md")}
+                     str(src / "docs" / "guide.md"), str(header)}
     assert rec["names"] == [["r", "n"]]
     (src / "a.cpp").write_text("edited while building")
-    rec2 = take_record("ninja-not-here", build, [str(state)], [], {"r": "n"},
+    rec2 = take_record(ninja, build, [str(state)], [], {"r": "n"},
                        planned={str(src / "a.cpp"): (before.st_size, before.st_mtime_ns,
                                                      before.st_ctime_ns, before.st_ino, "x")})
+    assert rec2 is not None
     assert [e[4] for e in rec2["inputs"] if e[0] == str(src / "a.cpp")] == [EDITED]
 
 
@@ -246,7 +264,8 @@ def test_files_the_cmake_files_name_are_inputs(tmp_path: Path) -> None:
     (build / "build.ninja").write_text(
         f"build build.ninja: RERUN_CMAKE | {src / 'CMakeLists.txt'} "
         f"{src / 'cmake' / 'more.cmake'}\n")
-    rec = take_record("ninja-not-here", build, [str(tmp_path / "state")], [],
+    rec = take_record(_fake_ninja(tmp_path, []), build, [str(tmp_path / "state")], [],
                       {str(src): "n"})
+    assert rec is not None
     assert {e[0] for e in rec["inputs"]} == {
         str(src / f) for f in ("CMakeLists.txt", "cmake/more.cmake", "VERSION", "data.txt")}
