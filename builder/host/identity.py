@@ -110,9 +110,11 @@ def tool_files(exe: str, search_path: str = "", extra: Sequence[str] = ()) -> li
     return out
 
 
-def driver_programs(tool: str, exe: str, run: Capture) -> list[str]:
+def driver_programs(tool: str, exe: str, run: Capture, resolved: Sequence[str] = ()
+                    ) -> list[str]:
     """The programs a compiler driver runs, asked of the driver (gcc and clang:
-    ``-print-prog-name``) or found next to it (nvcc, hipcc)."""
+    ``-print-prog-name``) or found next to it (nvcc, hipcc: next to ``exe`` and to each
+    file of the same name in ``resolved`` — the real driver behind a wrapper script)."""
     found: list[str] = []
     if tool in ("cc", "cxx") or tool.endswith(("-gcc", "-g++")):
         progs = ("cc1plus" if tool.endswith(("cxx", "g++")) else "cc1", "as", "ld")
@@ -124,12 +126,16 @@ def driver_programs(tool: str, exe: str, run: Capture) -> list[str]:
             if name and os.path.isfile(name):
                 found.append(name)
     elif tool in ("nvcc", "hipcc"):
-        here = Path(os.path.realpath(exe)).parent
-        for rel in ("ptxas", "fatbinary", "nvlink", "../nvvm/bin/cicc", "clang",
-                    "../llvm/bin/clang"):
-            prog = here / rel
-            if prog.is_file():
-                found.append(str(prog.resolve()))
+        name = os.path.basename(exe)
+        dirs = dict.fromkeys([Path(os.path.realpath(exe)).parent,
+                              *(Path(f).parent for f in resolved
+                                if os.path.basename(f) == name)])
+        for here in dirs:
+            for rel in ("ptxas", "fatbinary", "nvlink", "../nvvm/bin/cicc", "clang",
+                        "../llvm/bin/clang"):
+                prog = here / rel
+                if prog.is_file():
+                    found.append(str(prog.resolve()))
     return found
 
 

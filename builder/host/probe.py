@@ -172,8 +172,9 @@ def _probe_tool(tool: str, cache: _ProbeCache,
     entry: dict[str, Any] = {"version": version, "archs": list(archs),
                              "static_runtime": static}
     if tool in IDENTIFIED or _identified(tool):
-        files = tool_files(exe, tool_search_path(),
-                           driver_programs(tool, exe, capture))
+        search = tool_search_path()
+        files = tool_files(exe, search)
+        files = tool_files(exe, search, driver_programs(tool, exe, capture, files))
         entry["identity"], stats = identity(files, out)
         entry["files"] = [list(s) for s in stats]
     cache.put(key, entry)
