@@ -78,7 +78,8 @@ def write_installs(data: dict[str, Any], heavy: list[Path]) -> tuple[int, int]:
 
     def rec(p: Path) -> list[Any]:
         st = p.stat()
-        return [str(p), st.st_size, st.st_mtime_ns, st.st_ino, cache.sha256(p, st)]
+        return [str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                cache.sha256(p, st)]
 
     common = [rec(p) for p in heavy]
     by_id = {v["id"]: v for v in data["variants"]}

@@ -18,7 +18,7 @@ knows the build read:
   ``file(READ ...)`` reads at configure time is no configure input of CMake's).
 
 Of these, the regular files outside builder's own folders are kept with their
-(size, mtime_ns, inode) and sha256, plus a digest of the set of file names in each
+(size, mtime_ns, ctime_ns, inode) and sha256, plus a digest of the set of file names in each
 source tree (so that a new file — a glob's new match, a header that now shadows
 another — is noticed).  :func:`verify` checks a record against the disk: stat first,
 hashing only a file whose stat changed (through :class:`~builder.source.digest.StatCache`).
@@ -43,8 +43,9 @@ __all__ = ["EDITED", "Input", "Verdict", "build_ninja_inputs", "cmake_mentions",
            "depfile_inputs",
            "install_rule_inputs", "ninja_deps", "parse_record", "take_record", "verify"]
 
-#: (path, size, mtime_ns, inode, sha256)
-Input = tuple[str, int, int, int, str]
+#: (path, size, mtime_ns, ctime_ns, inode, sha256): the ctime too, since an in-place
+#: rewrite that restores the mtime (``touch -r``) cannot restore it
+Input = tuple[str, int, int, int, int, str]
 #: the sha256 recorded for a file edited while the build ran: matches no content
 EDITED = "edited-during-the-build"
 
@@ -225,7 +226,8 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
                 planned: Mapping[str, tuple[int, int, int, int, str]] | None = None
                 ) -> dict[str, Any] | None:
     """The record of what the build at ``build`` read (see the module's docstring):
-    ``{"inputs": [[path, size, mtime_ns, inode, sha256], ...], "names": [[root, digest]]}``.
+    ``{"inputs": [[path, size, mtime_ns, ctime_ns, inode, sha256], ...],
+    "names": [[root, digest]]}``.
     ``owned``: builder's folders (never inputs: what is there is keyed by builder);
     ``collected``: the ``install.files`` patterns (absolute); ``names``: each source
     tree's name digest when the build was planned; ``planned``: the digest cache as the
@@ -257,7 +259,7 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
         before = planned.get(p)
         edited = before is not None and \
             tuple(before[:4]) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        inputs.append([p, st.st_size, st.st_mtime_ns, st.st_ino,
+        inputs.append([p, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
                        EDITED if edited else cache.sha256(Path(p), st)])
     return {"inputs": inputs, "names": sorted([k, v] for k, v in names.items())}
 
@@ -275,19 +277,19 @@ def parse_record(data: Any) -> tuple[list[Any], dict[str, str]] | None:
     return data["inputs"], names
 
 
-def _now(path: str) -> tuple[int, int, int] | str:
-    """(size, mtime_ns, inode) of a regular file, else why it is not one."""
+def _now(path: str) -> tuple[int, int, int, int] | str:
+    """(size, mtime_ns, ctime_ns, inode) of a regular file, else why it is not one."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return "missing"
     if not stat.S_ISREG(st.st_mode):
         return "special"
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def verify(inputs: Sequence[Any], names: Mapping[str, str], names_now: Mapping[str, str],
-           cache: StatCache, seen: dict[str, tuple[int, int, int] | str] | None = None
+           cache: StatCache, seen: dict[str, tuple[int, int, int, int] | str] | None = None
            ) -> Verdict:
     """Whether every recorded input (:data:`Input`) still has its content (stat first,
     then sha256 of a file whose stat changed) and every source tree its names; and, when
@@ -299,7 +301,7 @@ def verify(inputs: Sequence[Any], names: Mapping[str, str], names_now: Mapping[s
     contents: list[tuple[str, str]] = []
     for entry in inputs:
         try:
-            path, size, mtime, ino, sha = entry
+            path, size, mtime, ctime, ino, sha = entry
         except (TypeError, ValueError):
             ok = False
             contents.append(("", "malformed"))
@@ -313,7 +315,7 @@ def verify(inputs: Sequence[Any], names: Mapping[str, str], names_now: Mapping[s
             st = seen[path] = _now(path)
         if isinstance(st, str):
             now = st
-        elif st == (size, mtime, ino):
+        elif st == (size, mtime, ctime, ino):
             now = str(sha)
         else:
             now = cache.sha256(Path(path))

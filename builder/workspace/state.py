@@ -170,7 +170,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     installed: set[str] = set()
     published: set[str] = set()  # variant keys of complete installs and kernel trees
     checked: list[InstallRecord] = []
-    seen: dict[str, tuple[int, int, int] | str] = {}  # recorded input → its stat now
+    seen: dict[str, tuple[int, int, int, int] | str] = {}  # recorded input → its stat now
     install_root = ws.installs
     if install_root.is_dir():
         for mf in install_root.glob("*/*/manifest.json"):
@@ -223,7 +223,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
 
 
 def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],
-                    cache: StatCache, seen: dict[str, tuple[int, int, int] | str]
+                    cache: StatCache, seen: dict[str, tuple[int, int, int, int] | str]
                     ) -> InstallRecord | None:
     """The install's record checked against the disk; None without one, or when it names
     a source folder none of the recipes at hand uses (nothing here can use it)."""

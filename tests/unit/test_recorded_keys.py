@@ -43,7 +43,8 @@ def _plan(project: Path, facts: HostFacts | None = None) -> BuildPlan:
 
 def _entry(p: Path) -> list[object]:
     st = p.stat()
-    return [str(p), st.st_size, st.st_mtime_ns, st.st_ino, StatCache().sha256(p, st)]
+    return [str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+            StatCache().sha256(p, st)]
 
 
 def _publish(plan: BuildPlan, reads: dict[str, list[Path]]) -> None:
@@ -158,9 +159,16 @@ def test_verify(tmp_path: Path) -> None:
     assert not v.ok and v.current
     a.write_text("one")
     assert verify(rec, names, names, cache).ok  # other stat, same content
+    st = a.stat()
+    a.write_text("owt")  # rewritten in place, its mtime put back: the ctime tells
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+    rec = [tuple(_entry(a)), tuple(_entry(b))]
+    a.write_text("one")
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert not verify(rec, names, names, cache).ok
     b.unlink()
     assert not verify(rec, names, names, cache).ok
-    assert not verify([(str(a), 3, 0, 0, EDITED)], names, names, cache).ok
+    assert not verify([(str(a), 3, 0, 0, 0, EDITED)], names, names, cache).ok
     assert not verify([["x"], 5], names, names, cache).ok
 
 
@@ -216,7 +224,7 @@ def test_take_record_keeps_what_lies_outside_builders_folders(tmp_path: Path) ->
                        planned={str(src / "a.cpp"): (before.st_size, before.st_mtime_ns,
                                                      before.st_ctime_ns, before.st_ino, "x")})
     assert rec2 is not None
-    assert [e[4] for e in rec2["inputs"] if e[0] == str(src / "a.cpp")] == [EDITED]
+    assert [e[5] for e in rec2["inputs"] if e[0] == str(src / "a.cpp")] == [EDITED]
 
 
 def test_install_rules(tmp_path: Path) -> None:
