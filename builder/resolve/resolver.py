@@ -232,6 +232,9 @@ class _Resolution:
         config_key = keys.config_key(k)
         record = self.state.record(config_key)
         key, compile_key = keys.variant_key(k, record), keys.compile_key(k, record)
+        if record is not None and not record.ok and keys.recorded(recipe):
+            vnotes.append(f"{recipe.name} {k.backend} {k.build_type}: rebuilt, since "
+                          f"{record.changed} changed after its last build")
         # the folders go with the config: a test edit builds in the same ones, a source
         # edit rebuilds incrementally in them
         vdir = f"{k.backend}-{k.build_type}" + (f"-py{python}" if python else "") + \

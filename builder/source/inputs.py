@@ -64,6 +64,7 @@ class Verdict:
 
     ok: bool
     current: str
+    changed: str = ""  # the first thing found changed: a file, or a folder's file names
 
 
 def ninja_deps(ninja: str, build: Path) -> set[str] | None:
@@ -297,17 +298,19 @@ def verify(inputs: Sequence[Any], names: Mapping[str, str], names_now: Mapping[s
     looked at (records of several installs share most system headers: each is looked at
     once).  A malformed entry counts as a changed file."""
     seen = {} if seen is None else seen
-    ok = all(names_now.get(root) == d for root, d in names.items())
+    renamed = [root for root, d in names.items() if names_now.get(root) != d]
+    ok = not renamed
+    changed = f"the file names in {renamed[0]}" if renamed else ""
     contents: list[tuple[str, str]] = []
     for entry in inputs:
         try:
             path, size, mtime, ctime, ino, sha = entry
         except (TypeError, ValueError):
-            ok = False
+            ok, changed = False, changed or "the record"
             contents.append(("", "malformed"))
             continue
         if not isinstance(path, str):
-            ok = False
+            ok, changed = False, changed or "the record"
             contents.append(("", "malformed"))
             continue
         st = seen.get(path)
@@ -319,7 +322,8 @@ def verify(inputs: Sequence[Any], names: Mapping[str, str], names_now: Mapping[s
             now = str(sha)
         else:
             now = cache.sha256(Path(path))
-        ok = ok and now == sha and sha != EDITED
+        if ok and (now != sha or sha == EDITED):
+            ok, changed = False, path
         contents.append((path, now))
     if ok:
         return Verdict(True, "")
@@ -328,4 +332,4 @@ def verify(inputs: Sequence[Any], names: Mapping[str, str], names_now: Mapping[s
         h.update(f"names\0{root}\0{names_now.get(root, '')}\n".encode())
     for path, now in contents:
         h.update(f"{path}\0{now}\n".encode())
-    return Verdict(False, h.hexdigest())
+    return Verdict(False, h.hexdigest(), changed)

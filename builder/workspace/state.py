@@ -70,6 +70,7 @@ class InstallRecord:
     key: str
     ok: bool
     current: str
+    changed: str = ""  # what was found changed first (for the plan's note)
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
@@ -235,4 +236,5 @@ def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],
     if not names or any(root not in name_digests for root in names):
         return None
     verdict = verify(inputs, names, name_digests, cache, seen)
-    return InstallRecord(config_key, str(manifest["key"]), verdict.ok, verdict.current)
+    return InstallRecord(config_key, str(manifest["key"]), verdict.ok, verdict.current,
+                         verdict.changed)

@@ -101,13 +101,17 @@ def test_what_the_build_read_decides_up_to_date(project: Path) -> None:
     edited = _plan(project)
     assert _status(edited) == {"greet": "build", "app": "build"}
     assert edited.variants[0].prefix == first.variants[0].prefix  # incremental
+    assert f"greet cpu release: rebuilt, since {common} changed after its last build" \
+        in edited.notes
     common.write_text("#define P\n")
 
     os.utime(common, ns=(1, 1))  # touched, same content: hashed, still up to date
     assert _status(_plan(project)) == {"greet": "cached", "app": "cached"}
 
     (greet_src / "src" / "new.cpp").write_text("")  # a new file name in the tree
-    assert _status(_plan(project))["greet"] == "build"
+    added = _plan(project)
+    assert _status(added)["greet"] == "build"
+    assert any(f"the file names in {greet_src}" in n for n in added.notes), added.notes
 
 
 def test_a_toolchain_identity_is_in_the_key(project: Path) -> None:
