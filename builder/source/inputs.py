@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,8 @@ __all__ = ["EDITED", "Input", "Verdict", "build_ninja_inputs", "cmake_mentions",
 Input = tuple[str, int, int, int, int, str]
 #: the sha256 recorded for a file edited while the build ran: matches no content
 EDITED = "edited-during-the-build"
+#: a file changed this recently may change again within the same timestamp tick
+_RACY_SECONDS = 2.0
 
 _ABS_QUOTED = re.compile(r'"(/[^"]+)"')
 #: a word of a CMake file that may name a file (``VERSION``, ``/data/table.txt``)
@@ -260,8 +263,11 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
         before = planned.get(p)
         edited = before is not None and \
             tuple(before[:4]) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        inputs.append([p, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
-                       EDITED if edited else cache.sha256(Path(p), st)])
+        # a file changed this recently could change again within the same timestamp tick:
+        # its stat is not trusted (mtime -1 matches nothing), its content is checked
+        racy = time.time() - max(st.st_mtime, st.st_ctime) <= _RACY_SECONDS
+        inputs.append([p, st.st_size, -1 if racy else st.st_mtime_ns, st.st_ctime_ns,
+                       st.st_ino, EDITED if edited else cache.sha256(Path(p), st)])
     return {"inputs": inputs, "names": sorted([k, v] for k, v in names.items())}
 
 
