@@ -14,7 +14,7 @@ from pathlib import Path
 from builder.errors import StepFailed
 from builder.execute.host import StepHost
 from builder.plan.model import Step
-from builder.plan.payloads import PublishInstall, PublishKernels
+from builder.plan.payloads import PublishInstall, PublishKernels, RecordInputs
 from builder.util.files import atomic_write, file_list, file_sha256, link_list, replace_dir
 
 __all__ = ["publish_install", "publish_kernels"]
@@ -27,6 +27,10 @@ def publish_install(ex: StepHost, step: Step) -> None:
     manifest = {**pub.meta, "key": step.inputs_hash, "files": file_list(stage),
                 "links": link_list(stage),
                 "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if pub.record is not None:  # what the build read: the next plan checks it
+        record = _record(ex, pub.record)
+        if record is not None:
+            manifest.update(config_key=pub.record.config_key, record=record)
     atomic_write(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
     replace_dir(stage, prefix)
 
@@ -71,3 +75,15 @@ def publish_kernels(ex: StepHost, step: Step) -> None:
     registry = ownership.registered_trees(ex.ws.state)
     registry[str(tree)] = step.inputs_hash
     atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))
+
+
+def _record(ex: StepHost, spec: RecordInputs) -> dict[str, object] | None:
+    """The files the build read (:func:`builder.source.inputs.take_record`); the digest
+    cache as the plan left it tells which source files changed while the build ran."""
+    from builder.source.digest import StatCache
+    from builder.source.inputs import take_record
+    from builder.util import records
+
+    planned = records.read_digest_cache(ex.ws.digest_cache)
+    return take_record(spec.ninja, Path(spec.build), spec.owned, spec.collected,
+                       dict(spec.names), StatCache(), planned)

@@ -40,6 +40,9 @@ class ToolInfo:
     #: a C++ compiler with no shared libstdc++ next to it: it links a private static copy
     #: into every shared library it builds
     static_runtime: bool = False
+    #: sha256 of what runs (resolved binary, wrapper targets, the programs a compiler
+    #: driver runs) and the version output (:mod:`builder.host.identity`); "" when unknown
+    identity: str = ""
 
 
 @dataclass(frozen=True)

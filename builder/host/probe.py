@@ -28,10 +28,11 @@ from builder.host.facts import (
     PythonInfo,
     ToolInfo,
 )
+from builder.host.identity import driver_programs, identity, stats_match, tool_files
 from builder.util.runner import capture
 
-__all__ = ["find_executable", "first_version", "probe", "probe_memory", "tightest_limit",
-           "tool_search_path"]
+__all__ = ["IDENTIFIED", "find_executable", "first_version", "probe", "probe_memory",
+           "tightest_limit", "tool_search_path"]
 
 
 class _ProbeCache:
@@ -98,6 +99,10 @@ _TOOL_PROBES: dict[str, tuple[list[str], tuple[str, ...]]] = {
 }
 
 
+#: tools whose output ends up in a build: identified by content, not by version alone
+IDENTIFIED = frozenset({"cc", "cxx", "cmake", "conan", "xmake"})
+
+
 def tool_search_path() -> str:
     """Where tools are looked for: the folder of builder's own interpreter first, then
     PATH.  A virtual environment's ``bin`` holds the conan, cmake and ninja installed
@@ -142,9 +147,12 @@ def _probe_tool(tool: str, cache: _ProbeCache,
     # (":rt": C++ compiler entries also say where the C++ runtime is; older ones re-probe)
     key = cache.key("tool:" + tool + (":rt" if tool == "cxx" else ""), exe)
     hit = cache.get(key)
-    if hit is not None:
+    # an identity is used only while every file it was read from is unchanged (a wrapper's
+    # target upgraded behind an unchanged wrapper is noticed by its own stat)
+    if hit is not None and ((tool not in IDENTIFIED and not _identified(tool)) or
+                            ("identity" in hit and stats_match(hit.get("files", ())))):
         return ToolInfo(tool, exe, hit["version"], tuple(hit.get("archs", ())),
-                        bool(hit.get("static_runtime", False)))
+                        bool(hit.get("static_runtime", False)), hit.get("identity", ""))
     # xmake refuses to run as root unless told that it may (builds get the same variable)
     rc, out = capture([exe, *args], env={**os.environ, "XMAKE_ROOT": "y"}) \
         if tool == "xmake" else capture([exe, *args])
@@ -161,8 +169,22 @@ def _probe_tool(tool: str, cache: _ProbeCache,
         rc3, lib = capture([exe, "-print-file-name=libstdc++.so"])
         static = rc3 == 0 and sys.platform.startswith("linux") and \
             "clang" not in Path(exe).name and not os.path.isabs(lib.strip())
-    cache.put(key, {"version": version, "archs": list(archs), "static_runtime": static})
-    return ToolInfo(tool, exe, version, archs, static)
+    entry: dict[str, Any] = {"version": version, "archs": list(archs),
+                             "static_runtime": static}
+    if tool in IDENTIFIED or _identified(tool):
+        search = tool_search_path()
+        files = tool_files(exe, search)
+        files = tool_files(exe, search, driver_programs(tool, exe, capture, files))
+        entry["identity"], stats = identity(files, out)
+        entry["files"] = [list(s) for s in stats]
+    cache.put(key, entry)
+    return ToolInfo(tool, exe, version, archs, static, entry.get("identity", ""))
+
+
+def _identified(tool: str) -> bool:
+    """A GPU backend's compiler or a cross compiler: identified by content too."""
+    return tool.endswith(("-gcc", "-g++")) or any(be.tool == tool
+                                                  for be in registry.backends())
 
 
 _PY_PROBE = r"""

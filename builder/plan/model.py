@@ -72,9 +72,12 @@ class Variant:
     notes: tuple[str, ...] = ()
     #: what the build is pinned to: source digest or commit, toolchain versions, Conan refs
     pins: tuple[tuple[str, str], ...] = ()
-    #: what the compiled files depend on (resolve.keys): the build, stage and install
-    #: folders, the Conan package and a remote's package are found by it
+    #: what the compiled files depend on (resolve.keys): the install's manifest, the
+    #: Conan package and a remote's package are found by it
     compile_key: str = ""
+    #: the compile inputs less the content of in-place source folders (resolve.keys): it
+    #: names the build, stage and install folders
+    config_key: str = ""
 
     @property
     def label(self) -> str:

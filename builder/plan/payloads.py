@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 __all__ = ["CleanStage", "CollectInstall", "CompileJobs", "Download", "FetchSource", "HeavyJob",
            "KernelEntry", "MemoryConfig", "Payload", "Prediction", "PrepareBuild",
-           "PublishInstall", "PublishKernels", "RenderFiles", "TestRun", "WheelBuild",
-           "as_data", "payload_from_json", "payload_to_json"]
+           "PublishInstall", "PublishKernels", "RecordInputs", "RenderFiles", "TestRun",
+           "WheelBuild", "as_data", "payload_from_json", "payload_to_json"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,21 @@ class KernelEntry:
 
 
 @dataclass(frozen=True)
+class RecordInputs:
+    """What the publish step reads to record the files the build read
+    (:mod:`builder.source.inputs`), kept in the install's manifest with ``config_key``."""
+
+    config_key: str
+    ninja: str  # the ninja that ran the build (``ninja -t deps``)
+    build: str  # the folder holding build.ninja
+    owned: tuple[str, ...]  # builder's own folders: what lies there is never an input
+    #: (source folder, digest of its file names when planned): recorded, so that a file
+    #: added or removed since is noticed
+    names: tuple[tuple[str, str], ...]
+    collected: tuple[str, ...] = ()  # install.files patterns, absolute
+
+
+@dataclass(frozen=True)
 class PublishInstall:
     """The stage renamed into the install prefix, with its manifest."""
 
@@ -121,6 +136,7 @@ class PublishInstall:
     stage: str
     prefix: str
     meta: Mapping[str, Any]  # what the manifest records about how the variant was built
+    record: RecordInputs | None = None  # a CMake build of in-place sources
 
 
 @dataclass(frozen=True)

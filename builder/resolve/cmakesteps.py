@@ -22,11 +22,12 @@ from builder.plan.payloads import (
     HeavyJob,
     Prediction,
     PublishInstall,
+    RecordInputs,
     RenderFiles,
 )
 from builder.recipe.model import CMAKE_BUILD_TYPE, FlagSet
 from builder.recipe.subst import substitute
-from builder.resolve import render
+from builder.resolve import keys, render
 from builder.resolve.steps import (
     BUILD_TIMEOUT,
     StepCommon,
@@ -44,7 +45,7 @@ from builder.resolve.system import platform_ref
 from builder.resolve.system import table as system_table
 
 __all__ = ["cmake_steps", "compiler_cache_env", "conan_args", "conan_options", "cross_target",
-           "install_meta", "memory_prediction", "switch"]
+           "install_meta", "memory_prediction", "record_inputs", "switch"]
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,28 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     steps.append(Step(id=f"{sid}/publish", kind="publish", deps=(f"{sid}/export",),
                       outputs=(v.prefix,), inputs_hash=v.compile_key, **common,
                       payload=PublishInstall(stage=str(stage), prefix=v.prefix,
-                                             meta=install_meta(ctx))))
+                                             meta=install_meta(ctx),
+                                             record=record_inputs(ctx, vals))))
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
     return [with_hash(s, v.compile_key) for s in steps]
+
+
+def record_inputs(ctx: VariantContext, vals: dict[str, str]) -> RecordInputs | None:
+    """What the publish step needs to record the files the build read, for a variant
+    whose compile key comes from that record (:func:`builder.resolve.keys.recorded`)."""
+    r = ctx.recipe
+    if not keys.recorded(r):
+        return None
+    ninja = ctx.host.tool("ninja")
+    collected = tuple(src if Path(src).is_absolute() else str(Path(vals["source"]) / src)
+                      for src in (substitute(f.src, vals) for f in r.install.files))
+    return RecordInputs(config_key=ctx.variant.config_key,
+                        ninja=ninja.path if ninja else "ninja", build=vals["build"],
+                        owned=(str(ctx.ws.state),),
+                        names=tuple((loc, ctx.name_digests.get(loc, "")) for loc in
+                                    dict.fromkeys(s.location for s in r.sources)),
+                        collected=collected)
 
 
 def _configure_step(ctx: VariantContext, cmake: str, vals: dict[str, str],

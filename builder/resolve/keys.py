@@ -1,22 +1,52 @@
-"""Keys: digests of every input that can change a variant's outputs, in two layers, and
+"""Keys: digests of every input that can change a variant's outputs, in layers, and
 the pins (`builder lock`) that name those inputs one by one.
 
-* The **compile key** covers what changes the compiled files: build, stage and install
-  folders, the published install tree (manifest ``key``), the Conan package (option
-  ``builder_key``), the package on a remote and the wheel folder are all found by it.
-  The compile steps (fetch, render, conan-install, configure, prepare, build, stage,
-  collect, export, publish; kernel entries and the kernel tree) are up to date when an
-  install (or kernel tree) with that key is complete.
-* The **variant key** is the compile key plus what only the tests and the wheel use.
-  Test and wheel steps are keyed by it: editing a test command reruns the tests (and
-  remakes the wheel), never a compile.
+* The **config key** covers everything but the content of the source folders a CMake
+  build reads in place: the recipe's compile fields, the toolchains *by content*
+  (:mod:`builder.host.identity`: the sha256 of what runs — through symlinks, wrapper
+  scripts and compiler caches, and the programs a driver runs — with its version
+  output), the dependencies' compile keys, the options, archs, Python and ``${env.X}``
+  values.  It names the variant's build, stage and install folders, so that a source
+  edit rebuilds incrementally in the same build folder.
+* The **compile key** covers what changes the compiled files: the published install tree
+  (manifest ``key``), the Conan package (option ``builder_key``), the package on a remote
+  and the wheel folder are all found by it.  The compile steps (fetch, render,
+  conan-install, configure, prepare, build, stage, collect, export, publish; kernel
+  entries and the kernel tree) are up to date when an install (or kernel tree) with that
+  key is complete.  :func:`compile_key` decides it, purely:
+
+  - a CMake variant whose sources are unpatched local folders (built where they are):
+    when an install made with the same config key has a **record** of what its build
+    read (:mod:`builder.source.inputs`: Ninja's deps log, every input of
+    ``build.ninja`` including CMake's configure inputs, depfiles, the files the install
+    rules and ``install.files`` copy — every file outside builder's folders, by
+    content — and the set of file names in each source folder) and nothing recorded
+    changed, the key is that install's key: a README edit that nothing reads, or a
+    test-data edit, recompiles nothing, and dependents (keyed by this key) nothing
+    either.  Otherwise (no record yet: the first build; or a recorded file changed) the
+    key is conservative: a digest of the config key, every source folder's whole
+    content and what the recorded files hold now;
+  - any other variant (git, url or patched sources — built from builder's own copy —,
+    Python, xmake and kernel builds, whose build tools keep no record builder reads):
+    the config key with every source folder's whole content.
+
+  Guarantee: a published key names content — the config and the whole source folders
+  as they were when it was built, which is a superset of what the build read — and a
+  later plan reuses it only while every file that build read is unchanged.  So "nothing
+  to do" never hides a change to a file the build read, to a file name in a source
+  folder, to a toolchain binary or to any recipe compile field.
+* The **variant key** is the compile key plus what only the tests and the wheel use,
+  plus the source folders' whole content (test data is read by tests, not compiles).
+  Test and wheel steps are keyed by it: editing a test command or a test data file
+  reruns the tests (and remakes the wheel), never a compile.
 
 Which side each recipe field (:class:`builder.recipe.model.Recipe`) is on — when in
 doubt a field is on the compile side (a needless rebuild, never a stale one):
 
 =========================  =============================================================
 compile key                ``name``, ``version``, ``sources`` (their content digest,
-                           commit or sha256, and the patches' digests), ``build_system``
+                           commit or sha256, and the patches' digests; for in-place
+                           CMake sources, what the build recorded reading), ``build_system``
                            and ``build.*`` (frontend, env, config_settings,
                            configure_args), ``build_types`` (the variant's build type),
                            ``enabled_by``, ``targets``, ``cxx_standard``, ``options``
@@ -30,13 +60,15 @@ compile key                ``name``, ``version``, ``sources`` (their content dig
                            requirement from a build one), ``python`` (versions, abi,
                            package, limited_api), ``install`` (root, layout, files,
                            project_rules), ``kernels``; and from outside the recipe: the
-                           toolchain versions, the archs, the Python (per-Python
-                           variants), each ``${env.X}`` substituted into a compile input,
-                           the templates of generated files and :data:`FORMAT`
+                           toolchain versions and identities, the archs, the Python
+                           (per-Python variants), each ``${env.X}`` substituted into a
+                           compile input, the templates of generated files and
+                           :data:`FORMAT`
 variant key only           ``tests`` (every field: name, run, env, cwd, backends,
                            devices, timeout, needs_gpu, allow_empty) and each ``${env.X}``
                            they substitute; ``description`` (the wheel's summary) and
-                           ``wheel`` (manylinux, exclude, requires)
+                           ``wheel`` (manylinux, exclude, requires); the source folders'
+                           whole content
 neither                    ``file``, ``display``, ``digest``, ``positions`` (where the
                            recipe is, not what it says), ``compiler_cache`` (how, not
                            what, is built), ``license`` and ``homepage`` (used by nothing)
@@ -56,16 +88,17 @@ from builder.recipe.model import BuildSpec, OptionValue, Recipe, digest, option_
 from builder.resolve import render
 from builder.resolve.system import packages_for
 from builder.resolve.system import table as system_table
-from builder.workspace.state import State
+from builder.workspace.state import InstallRecord, State
 
-__all__ = ["FORMAT", "KeyInputs", "compile_key", "conan_pins", "model_digest", "pins",
-           "python_requirements", "source_digest", "test_digest", "tool_versions",
-           "variant_key"]
+__all__ = ["FORMAT", "KeyInputs", "compile_key", "conan_pins", "config_key", "model_digest",
+           "pins", "python_requirements", "recorded", "source_digest", "test_digest",
+           "tool_versions", "toolchain", "variant_key"]
 
 #: bump when the meaning of a plan or a key changes, so that old caches are not reused
 #: (the templates of generated files are hashed into every key as well).  builder-2: the
-#: key split in two (compile key, variant key)
-FORMAT = "builder-2"
+#: key split in two (compile key, variant key); builder-3: toolchains by content, the
+#: config key, recorded inputs
+FORMAT = "builder-3"
 
 #: (Conan reference, provider, the system package's installed version or "")
 ConanPin = tuple[str, str, str]
@@ -136,6 +169,24 @@ def tool_versions(host: HostFacts, be: Backend, platform: Platform | None) -> di
     return tools
 
 
+def toolchain(host: HostFacts, be: Backend, platform: Platform | None,
+              build_system: str = "cmake") -> tuple[tuple[str, str], ...]:
+    """The content identity (:attr:`ToolInfo.identity`) of each tool whose output ends up
+    in the build: a binary swapped behind the same version string is another build."""
+    names = ["cmake", "cc", "cxx", "conan", *([be.tool] if be.tool else []),
+             *(["xmake"] if build_system == "xmake" else []),
+             *(exe for exe, _ in (platform.versions if platform else ()))]
+    return tuple((n, info.identity) for n in dict.fromkeys(names)
+                 if (info := host.tool(n)) is not None and info.identity)
+
+
+def recorded(recipe: Recipe) -> bool:
+    """Whether the variant's compile key comes from the record of what its build read:
+    a CMake build (Ninja keeps the record) of unpatched local folders (read in place)."""
+    return recipe.build_system == "cmake" and bool(recipe.sources) and \
+        all(s.kind == "path" and not s.patches for s in recipe.sources)
+
+
 def conan_pins(recipe: Recipe, host: HostFacts, multiarch: str) -> list[ConanPin]:
     installed = dict(host.system_packages)
     out = []
@@ -166,21 +217,41 @@ class KeyInputs:
     test_env: tuple[tuple[str, str], ...] = ()  # each ${env.X} only the tests substitute
     #: python_requirements(): the build interpreter's versions of requires.python
     py_reqs: tuple[tuple[str, str], ...] = ()
+    #: toolchain(): each tool's identity by content
+    toolchain: tuple[tuple[str, str], ...] = ()
 
 
-def compile_key(k: KeyInputs) -> str:
-    """The digest of everything that changes the variant's compiled files."""
+def config_key(k: KeyInputs) -> str:
+    """Everything that changes the compiled files but the content of source folders a
+    recorded build reads in place (see the module's docstring)."""
     r = k.recipe
     return digest(FORMAT, render.templates_digest(), k.conan, r.name, r.version,
-                  model_digest(r), k.sources, k.backend, k.build_type, list(k.archs),
+                  model_digest(r), "recorded" if recorded(r) else k.sources, k.backend,
+                  k.build_type, list(k.archs),
                   sorted((n, option_text(v)) for n, v in k.options.items()),
                   k.python and (k.py_info.full if k.py_info else k.python), k.tools, k.deps,
-                  k.env, k.py_reqs)
+                  k.env, k.py_reqs, list(k.toolchain))
 
 
-def variant_key(k: KeyInputs) -> str:
-    """The compile key plus what only the tests and the wheel use."""
-    return digest(FORMAT, "variant", compile_key(k), test_digest(k.recipe), k.test_env)
+def compile_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
+    """The digest of everything that changes the variant's compiled files; ``record``:
+    the install made with the same config key, checked against the disk
+    (:meth:`State.record`) — its key while nothing its build read changed."""
+    cfg = config_key(k)
+    if not recorded(k.recipe):
+        return cfg
+    if record is not None and record.ok and record.config_key == cfg:
+        return record.key
+    current = record.current if record is not None and record.config_key == cfg else ""
+    return digest(FORMAT, "sources", cfg, k.sources, current)
+
+
+def variant_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
+    """The compile key plus what only the tests and the wheel use, and — for a recipe with
+    tests or a wheel — the whole source folders (test data, the wheel's files)."""
+    r = k.recipe
+    return digest(FORMAT, "variant", compile_key(k, record), test_digest(r), k.test_env,
+                  k.sources if r.tests or r.python.versions else "")
 
 
 def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:

@@ -229,15 +229,22 @@ class _Resolution:
             test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True,
                                       backend=spec.name)),
             py_reqs=tuple(keys.python_requirements(recipe, host.python(found.python)
-                                                   if found.python else None)))
+                                                   if found.python else None)),
+            toolchain=keys.toolchain(host, be, found.platform, recipe.build_system))
 
     def _variant(self, k: keys.KeyInputs, found: _Feasibility, deps: list[Variant],
                  vnotes: list[str]) -> Variant:
         recipe, python = k.recipe, k.python
-        key, compile_key = keys.variant_key(k), keys.compile_key(k)
-        # the folders go with the compiled files: a test edit builds in the same ones
+        config_key = keys.config_key(k)
+        record = self.state.record(config_key)
+        key, compile_key = keys.variant_key(k, record), keys.compile_key(k, record)
+        if record is not None and not record.ok and keys.recorded(recipe):
+            vnotes.append(f"{recipe.name} {k.backend} {k.build_type}: rebuilt, since "
+                          f"{record.changed} changed after its last build")
+        # the folders go with the config: a test edit builds in the same ones, a source
+        # edit rebuilds incrementally in them
         vdir = f"{k.backend}-{k.build_type}" + (f"-py{python}" if python else "") + \
-            f"-{compile_key[:12]}"
+            f"-{config_key[:12]}"
         prefix = self.ws.install_dir(recipe.name, vdir)
         status, reason, fix = BUILD, "", ""
         if found.problems:
@@ -253,7 +260,7 @@ class _Resolution:
             options=tuple((n, option_text(v)) for n, v in k.options.items()), key=key,
             prefix=str(prefix), status=status, reason=reason, fix=fix,
             deps=tuple(d.id for d in deps), recipe_file=recipe.display, notes=tuple(vnotes),
-            pins=keys.pins(k), compile_key=compile_key)
+            pins=keys.pins(k), compile_key=compile_key, config_key=config_key)
 
     def _context(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
                  deps: list[Variant]) -> VariantContext:
@@ -273,6 +280,7 @@ class _Resolution:
             cache_remote=request.cache_remote,
             test_pythons=test_pythons, platform=found.platform,
             source_digests=dict(state.source_digests), done=state.done,
+            name_digests=dict(state.name_digests),
             compiled=k.recipe.build_system in INSTALLS and
             variant.compile_key in state.installed,
             test_python_problems=tuple(

@@ -84,6 +84,8 @@ class VariantContext:
     test_python_problems: tuple[tuple[str, str, str], ...] = ()
     #: path source → its content digest (a patched path source is copied under that key)
     source_digests: dict[str, str] = field(default_factory=dict)
+    #: State.name_digests: path source folder → digest of its file names
+    name_digests: dict[str, str] = field(default_factory=dict)
     #: State.done: test and wheel steps that succeeded, variant keys published
     done: frozenset[str] = frozenset()
     #: an install with the variant's compile key is complete: its compile steps are

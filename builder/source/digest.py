@@ -24,7 +24,8 @@ from pathlib import Path
 from builder.memory.estimate import SOURCE_SUFFIXES, scan_includes
 from builder.util.files import file_sha256
 
-__all__ = ["SKIP_DIRS", "VCS_DIRS", "StatCache", "compile_units", "tree_digest"]
+__all__ = ["SKIP_DIRS", "VCS_DIRS", "StatCache", "compile_units", "tree_digest",
+           "tree_digests"]
 
 #: version-control metadata: the only folders a digest leaves out by name
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -82,10 +83,19 @@ def tree_digest(root: Path, cache: StatCache | None = None,
                 exclude: tuple[str, ...] = ()) -> str:
     """A digest of every entry below ``root`` (see the module's docstring) but those the
     recipe's ``source.exclude`` globs leave out."""
+    return tree_digests(root, cache, exclude)[0]
+
+
+def tree_digests(root: Path, cache: StatCache | None = None,
+                 exclude: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(:func:`tree_digest`, a digest of its files' names alone), from one
+    walk: the second changes when a file is added, removed or renamed, never when one
+    is edited (:mod:`builder.source.inputs` checks the files a build read by content)."""
     from builder.source.policy import excluded
 
     cache = cache or StatCache()
     h = hashlib.sha256()
+    names = hashlib.sha256()
 
     def unreadable(exc: OSError) -> None:  # a folder that cannot be listed
         h.update(f"{exc.filename}\0unlistable\0{exc.errno}\n".encode())
@@ -108,6 +118,7 @@ def tree_digest(root: Path, cache: StatCache | None = None,
             rel = p.relative_to(root).as_posix()
             if rel == SOURCE_MARKER or excluded(rel, exclude):
                 continue
+            names.update(f"{rel}\0".encode())
             try:
                 st = os.lstat(p)
                 if stat.S_ISLNK(st.st_mode):
@@ -127,7 +138,7 @@ def tree_digest(root: Path, cache: StatCache | None = None,
                     h.update(f"{rel}\0{_special(st.st_mode)}\n".encode())
             except OSError as exc:  # unreadable: its state is part of the digest
                 h.update(f"{rel}\0unreadable\0{exc.errno}\n".encode())
-    return h.hexdigest()
+    return h.hexdigest(), names.hexdigest()
 
 
 def compile_units(root: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:

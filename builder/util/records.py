@@ -259,6 +259,18 @@ def _numbers(v: Any, where: str) -> list[float]:
     return [number(x, f"{where}[{i}]", -1e300) for i, x in enumerate(list_of(v, where))]
 
 
+def _file_stats(v: Any, where: str) -> list[Any]:
+    """[[path, size, mtime_ns, inode], ...]"""
+    for i, rec in enumerate(list_of(v, where)):
+        r = list_of(rec, f"{where}[{i}]")
+        if len(r) != 4:
+            raise ShapeError(f"{where}[{i}]", "expected [path, size, mtime_ns, inode]")
+        string(r[0], f"{where}[{i}]")
+        for x in r[1:]:
+            integer(x, f"{where}[{i}]", -2**62, 2**64)
+    return list(v)
+
+
 def _strings(v: Any, where: str) -> list[str]:
     return [string(x, f"{where}[{i}]") for i, x in enumerate(list_of(v, where))]
 
@@ -273,6 +285,8 @@ def parse_host_cache(data: Any) -> dict[str, Any]:
             get(d, "version", string, key)
             _opt(d, "archs", _strings, key)
             _opt(d, "static_runtime", boolean, key)
+            _opt(d, "identity", string, key)
+            _opt(d, "files", _file_stats, key)
         elif key.startswith("python|"):
             d = obj(v, key)
             if d:  # {}: the interpreter could not be probed

@@ -18,11 +18,13 @@ from typing import Any
 from builder.memory.history import History
 from builder.recipe.model import Recipe
 from builder.source.cmakelists import listed_sources
-from builder.source.digest import StatCache, compile_units, tree_digest
+from builder.source.digest import StatCache, compile_units, tree_digests
 from builder.source.fetch import is_fetched, read_marker
+from builder.source.inputs import parse_record, verify
 from builder.workspace.paths import Workspace
 
-__all__ = ["State", "manifest_complete", "mark_done", "read_manifest", "read_state"]
+__all__ = ["InstallRecord", "State", "manifest_complete", "mark_done", "read_manifest",
+           "read_state"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,29 @@ class State:
     #: keys complete installs and kernel trees were published with (their tests passed,
     #: or were not asked for)
     done: frozenset[str] = frozenset()
+    #: path source folder → digest of its files' names (:func:`tree_digests`)
+    name_digests: tuple[tuple[str, str], ...] = ()
+    #: complete installs with a record of what their build read
+    #: (:mod:`builder.source.inputs`), by config key
+    records: tuple[InstallRecord, ...] = ()
+
+    def record(self, config_key: str) -> InstallRecord | None:
+        """The install built with ``config_key`` whose record verified, else any one."""
+        found = [r for r in self.records if r.config_key == config_key]
+        return next((r for r in found if r.ok), found[0] if found else None)
+
+
+@dataclass(frozen=True)
+class InstallRecord:
+    """A complete install whose manifest records what its build read, checked against the
+    disk now: ``ok`` when nothing it read changed (its ``key`` then still names what a
+    build would make), ``current`` a digest of what is there now."""
+
+    config_key: str
+    key: str
+    ok: bool
+    current: str
+    changed: str = ""  # what was found changed first (for the plan's note)
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
@@ -146,11 +171,13 @@ def read_state(ws: Workspace, recipes: Iterable[Recipe]) -> State:
 
 def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State:
     source_digests: dict[str, str] = {}
+    name_digests: dict[str, str] = {}
     file_digests: dict[str, str] = {}
     for r in recipes:
         for s in r.sources:
             if s.kind == "path" and s.location not in source_digests:
-                source_digests[s.location] = tree_digest(Path(s.location), cache, s.exclude)
+                source_digests[s.location], name_digests[s.location] = \
+                    tree_digests(Path(s.location), cache, s.exclude)
         for s in r.sources:
             for patch in s.patches:
                 if patch not in file_digests and _is_file(Path(patch)):
@@ -166,6 +193,8 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
 
     installed: set[str] = set()
     published: set[str] = set()  # variant keys of complete installs and kernel trees
+    checked: list[InstallRecord] = []
+    seen: dict[str, tuple[int, int, int, int] | str] = {}  # recorded input → its stat now
     install_root = ws.installs
     if install_root.is_dir():
         for mf in install_root.glob("*/*/manifest.json"):
@@ -173,6 +202,9 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
             if data and data.get("key") and manifest_complete(mf.parent, data, cache):
                 installed.add(str(data["key"]))
                 published.add(str(data.get("variant_key") or ""))
+                rec = _install_record(data, name_digests, cache, seen)
+                if rec is not None:
+                    checked.append(rec)
     artifacts: set[str] = set()
     if ws.kernel_cache.is_dir():
         artifacts = {p.name for p in ws.kernel_cache.iterdir()
@@ -210,4 +242,23 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
                  file_digests=tuple(sorted(file_digests.items())),
                  installed=frozenset(installed), kernel_artifacts=frozenset(artifacts),
                  kernel_installs=tuple(sorted(kernel_installs.items())),
-                 notes=tuple(notes), done=_done(ws, published - {""}))
+                 notes=tuple(notes), done=_done(ws, published - {""}),
+                 name_digests=tuple(sorted(name_digests.items())),
+                 records=tuple(sorted(checked, key=lambda r: (r.config_key, r.key))))
+
+
+def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],
+                    cache: StatCache, seen: dict[str, tuple[int, int, int, int] | str]
+                    ) -> InstallRecord | None:
+    """The install's record checked against the disk; None without one, or when it names
+    a source folder none of the recipes at hand uses (nothing here can use it)."""
+    config_key = manifest.get("config_key")
+    parsed = parse_record(manifest.get("record"))
+    if not isinstance(config_key, str) or parsed is None:
+        return None
+    inputs, names = parsed
+    if not names or any(root not in name_digests for root in names):
+        return None
+    verdict = verify(inputs, names, name_digests, cache, seen)
+    return InstallRecord(config_key, str(manifest["key"]), verdict.ok, verdict.current,
+                         verdict.changed)

@@ -27,6 +27,7 @@ NOT_SUBSTITUTED = {
     "backends.*.tools.*": "a version specifier; only ${options.NAME}, resolved by the checks",
     "requires.system[].when": "a condition naming a bool option, not a text",
     "test[].devices.*": "the value ${device} takes, not a text that is substituted",
+    "options.*.secret": "a boolean; its description names the ${secret:...} reference form",
 }
 
 
