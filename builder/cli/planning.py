@@ -12,6 +12,7 @@ from builder.host.facts import HostFacts, load_host_facts
 from builder.host.probe import probe
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet
+from builder.resolve import stepenv
 from builder.resolve.request import Request
 from builder.resolve.resolver import env_snapshot, resolve
 from builder.workspace.paths import Workspace
@@ -83,7 +84,21 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
                    memory_budget=args.memory_budget, jobs=args.jobs,
                    run_tests=not getattr(args, "no_tests", False),
                    conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
-                   cache_remote=args.cache_remote, remote=getattr(args, "remote", ""))
+                   cache_remote=args.cache_remote, remote=getattr(args, "remote", ""),
+                   pass_env=stepenv.snapshot(stepenv.pass_names(
+                       getattr(args, "env", []),
+                       os.environ.get(stepenv.PASS_ENV_SETTING, "")), os.environ),
+                   own_pythonpath=own_pythonpath())
+
+
+def own_pythonpath() -> str:
+    """The entries of ``PYTHONPATH`` that builder itself was imported through (a checkout
+    run with ``PYTHONPATH=...``): the steps' compiler launchers import it from there too."""
+    import builder
+
+    own = os.path.dirname(os.path.dirname(os.path.abspath(builder.__file__)))
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    return os.pathsep.join(e for e in entries if os.path.abspath(e) == own)
 
 
 def refuse_credentials(recipes: list) -> None:  # type: ignore[type-arg]

@@ -75,6 +75,9 @@ class Variant:
     #: what the compiled files depend on (resolve.keys): the build, stage and install
     #: folders, the Conan package and a remote's package are found by it
     compile_key: str = ""
+    #: the environment every step of the variant starts from (resolve.stepenv); a step's
+    #: ``env`` is added to it, and the runner starts the step with exactly that
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
