@@ -159,7 +159,9 @@ class Executor:
         Path(base["HOME"]).mkdir(parents=True, exist_ok=True)
         # a GPU compiler's temporary files (hipcc leaves two <kernel>-XXXXXX folders per
         # compile) go to a folder of the step's own, removed however the step ends
-        with private_tmp("builder-step-", step.kind == "kernel", base["TMPDIR"]) as tmp:
+        # (under --sandbox every step has a private one)
+        with private_tmp("builder-step-", step.kind == "kernel" or self.sandbox is not None,
+                         base["TMPDIR"]) as tmp:
             self._run_all(step, cwd, {**env, "TMPDIR": tmp} if tmp else env, log, callback)
 
     def step_env(self, step: Step, changes: dict[str, str] | None = None) -> dict[str, str]:
@@ -177,7 +179,7 @@ class Executor:
         for n, argv in enumerate(step.commands):
             path = log if n == 0 else log.with_suffix(f".{n}.log")
             if self.sandbox is not None:
-                argv = self.sandbox.wrap(step, tuple(argv), whole)
+                argv = self.sandbox.wrap(step, tuple(argv), whole, cwd)
             res = self.runner.run(argv, cwd=cwd, env_changes=env, log_path=path,
                                   timeout=step.timeout, on_line=callback, base_env=whole)
             if res.interrupted:

@@ -295,6 +295,8 @@ class _Resolution:
         published on the remote is downloaded."""
         recipe, request = k.recipe, self.request
         ctx = self._context(variant, k, found, deps)
+        variant = replace(variant, sources=tuple(dict.fromkeys(
+            [ctx.source_root(), *(s.location for s in recipe.sources if s.kind == "path")])))
         try:
             new_steps = _STEPS.get(recipe.build_system, cmake_steps)(ctx)
         except SubstitutionError as exc:
