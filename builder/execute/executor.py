@@ -25,7 +25,6 @@ from builder.execute.host import safe_name
 from builder.execute.parallel import PARALLEL_KINDS, parallel_batch, run_batch, runs
 from builder.memory import launcher
 from builder.plan.model import TO_RUN, BuildPlan, Step
-from builder.resolve import stepenv
 from builder.plan.payloads import (
     CleanStage,
     CollectInstall,
@@ -35,6 +34,7 @@ from builder.plan.payloads import (
     TestRun,
     WheelBuild,
 )
+from builder.resolve import stepenv
 from builder.util.files import atomic_write, private_tmp
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
@@ -176,10 +176,10 @@ class Executor:
     def _run_all(self, step: Step, cwd: Path, env: dict[str, str], log: Path,
                  callback: Callable[[str], None] | None) -> None:
         whole = self.step_env(step, env)
-        for n, argv in enumerate(step.commands):
+        for n, command in enumerate(step.commands):
             path = log if n == 0 else log.with_suffix(f".{n}.log")
-            if self.sandbox is not None:
-                argv = self.sandbox.wrap(step, tuple(argv), whole, cwd)
+            argv = command if self.sandbox is None else \
+                self.sandbox.wrap(step, tuple(command), whole, cwd)
             res = self.runner.run(argv, cwd=cwd, env_changes=env, log_path=path,
                                   timeout=step.timeout, on_line=callback, base_env=whole)
             if res.interrupted:
@@ -192,6 +192,11 @@ class Executor:
                 elif any(m in line for line in res.tail for m in OOM_MARKERS):
                     why = ("a compiler was killed, most likely out of memory; lower the "
                            "parallelism (--jobs) or set a memory budget (--memory-budget)")
+                elif self.sandbox is not None:
+                    why = ("it ran under --sandbox, where only the declared inputs are "
+                           "visible and the network is cut off: a missing file or a refused "
+                           "connection in the log is a read outside them; declare it, or pass "
+                           "the variable with --env (docs/step-environment.md)")
                 raise StepFailed(step.id, list(argv), res.returncode, str(path), res.tail, why)
 
     def _do_build(self, step: Step) -> None:
