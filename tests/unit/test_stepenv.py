@@ -80,3 +80,14 @@ def test_the_runner_starts_a_step_with_exactly_the_composed_environment(
     seen.pop("LC_CTYPE", None)  # the interpreter may coerce the C locale
     assert seen == {"LC_ALL": "C.UTF-8", "A": "1", "BUILDER_OWNER": "/w"}
     assert "# env: LC_ALL=C.UTF-8" in log.read_text()  # logged whole
+
+
+def test_the_executor_reads_the_host_environment_in_one_place() -> None:
+    """Only ``Executor.step_env`` (through stepenv.compose) and the fetch's own limits read
+    builder's environment in builder/execute: no step can be started from it."""
+    root = Path(__file__).resolve().parents[2] / "builder" / "execute"
+    uses = [f"{p.name}: {line.strip()}" for p in sorted(root.glob("*.py"))
+            for line in p.read_text().splitlines() if "os.environ" in line]
+    assert uses == ["executor.py: step.kind, os.environ)",
+                    "fetching.py: limits = policy.Limits.from_env(os.environ)  # one time and "
+                    "size cap per fetch"], uses
