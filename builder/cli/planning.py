@@ -98,7 +98,7 @@ def own_pythonpath() -> str:
 
     own = os.path.dirname(os.path.dirname(os.path.abspath(builder.__file__)))
     entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
-    return os.pathsep.join(e for e in entries if os.path.abspath(e) == own)
+    return own if any(os.path.realpath(e) == os.path.realpath(own) for e in entries) else ""
 
 
 def refuse_credentials(recipes: list) -> None:  # type: ignore[type-arg]

@@ -91,3 +91,21 @@ def test_a_cmake_build_with_its_memory_broker_runs_sandboxed(canary: Path, cli: 
     # the compile went through the broker's socket, bound into the sandbox
     [jobs] = (canary / ".builder" / "reports").glob("shout*build.jobs.json")
     assert '"file": "shout.cpp"' in jobs.read_text()
+
+
+@pytest.mark.slow
+def test_every_bundled_recipe_builds_and_tests_under_the_sandbox(cli: Cli, tmp_path: Path
+                                                                  ) -> None:
+    """Every variant of recipes/ this host can build, from a fresh state folder, each step
+    in bubblewrap: the recipes declare all they read (about 5 minutes on 2 cores)."""
+    _need_sandbox()
+    from tests.conftest import REPO
+
+    r = cli("--state-dir", str(tmp_path / "state"), "build", "--all", "--skip-unsupported",
+            "--sandbox", "-o", f"gllm-kernels:kernels_root={tmp_path / 'kernels'}",
+            "--memory-budget", "4GiB", cwd=REPO)
+    assert r.code == 0, r.out + r.err
+    assert " 0 failed, 0 not run" in r.out, r.out
+    logs = list((tmp_path / "state" / "logs").glob("*_build.log"))
+    assert logs and all(log.read_text().startswith("$ ") and "bwrap" in
+                        log.read_text().splitlines()[0] for log in logs)
