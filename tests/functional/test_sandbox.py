@@ -93,19 +93,29 @@ def test_a_cmake_build_with_its_memory_broker_runs_sandboxed(canary: Path, cli: 
     assert '"file": "shout.cpp"' in jobs.read_text()
 
 
+#: the recipes whose torch C++ compiles take most of the time (on 2 busy cores: libamm's
+#: build 9 min, fusedops' 3 min); built too with BUILDER_TEST_SANDBOX_ALL=1
+TORCH_HEAVY = ("fusedops", "libamm")
+
+
 @pytest.mark.slow
 def test_every_bundled_recipe_builds_and_tests_under_the_sandbox(cli: Cli, tmp_path: Path
                                                                   ) -> None:
     """Every variant of recipes/ this host can build, from a fresh state folder, each step
-    in bubblewrap: the recipes declare all they read (about 5 minutes on 2 cores)."""
+    in bubblewrap: the recipes declare all they read.  All seven recipes (11 variants here)
+    took 18.5 min on 2 shared cores; without the two torch-heavy ones, about 5 min."""
     _need_sandbox()
+    import os
+
     from tests.conftest import REPO
 
-    r = cli("--state-dir", str(tmp_path / "state"), "build", "--all", "--skip-unsupported",
+    names = sorted(p.stem for p in (REPO / "recipes").glob("*.yaml"))
+    if os.environ.get("BUILDER_TEST_SANDBOX_ALL") != "1":
+        names = [n for n in names if n not in TORCH_HEAVY]
+    r = cli("--state-dir", str(tmp_path / "state"), "build", *names, "--skip-unsupported",
             "--sandbox", "-o", f"gllm-kernels:kernels_root={tmp_path / 'kernels'}",
             "--memory-budget", "4GiB", cwd=REPO)
     assert r.code == 0, r.out + r.err
     assert " 0 failed, 0 not run" in r.out, r.out
     logs = list((tmp_path / "state" / "logs").glob("*_build.log"))
-    assert logs and all(log.read_text().startswith("$ ") and "bwrap" in
-                        log.read_text().splitlines()[0] for log in logs)
+    assert logs and all("bwrap" in log.read_text().splitlines()[0] for log in logs)
