@@ -92,13 +92,20 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
 
 
 def own_pythonpath() -> str:
-    """The entries of ``PYTHONPATH`` that builder itself was imported through (a checkout
-    run with ``PYTHONPATH=...``): the steps' compiler launchers import it from there too."""
-    import builder
+    """The entries of ``PYTHONPATH`` that builder itself runs from — its checkout, or the
+    folder its dependencies were installed into (``pip install --target``) — as absolute
+    paths: the steps' compiler launchers import builder, and the Conan installed beside it
+    imports its own package, from there.  Entries builder did not load anything from are
+    the user's, and do not reach a step."""
+    import sys
 
-    own = os.path.dirname(os.path.dirname(os.path.abspath(builder.__file__)))
-    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
-    return own if any(os.path.realpath(e) == os.path.realpath(own) for e in entries) else ""
+    entries = [os.path.realpath(e) for e in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+               if e]
+    loaded = [os.path.realpath(f) for m in list(sys.modules.values())
+              if (f := getattr(m, "__file__", None))]
+    used = [e for e in dict.fromkeys(entries)
+            if any(f.startswith(e.rstrip("/") + "/") for f in loaded)]
+    return os.pathsep.join(used)
 
 
 def refuse_credentials(recipes: list) -> None:  # type: ignore[type-arg]

@@ -260,6 +260,7 @@ class _Resolution:
         return stepenv.variant_env(
             tool_paths=[t for t in tools if t], state=str(self.ws.state),
             own_pythonpath=self.request.own_pythonpath,
+            cxx=cxx.path if (cxx := host.tool("cxx")) else "",
             options_env=[(n, values[o.name]) for o in recipe.options if o.name in values
                          for n in (o.legacy_env, o.env) if n],
             passed=self.request.pass_env)

@@ -9,12 +9,14 @@ shell built.  A step's environment is, in this order (a later layer wins):
    the folders of the tools the plan resolved (builder's own interpreter's folder first,
    as the probe looks there first) and the system's standard folders; ``HOME`` and
    ``TMPDIR`` inside builder's state folder; a fixed locale (``LC_ALL``/``LANG``);
-   ``PYTHONPATH`` only where builder itself is imported through it (its compiler launchers
-   run ``python -m builder.memory.launcher``); the variables of the recipe's options that
-   name one (``options[].env``), set to the option's value; and the **pass-through**
-   variables — ``--env NAME`` and ``BUILDER_PASS_ENV=A,B`` — with the values they had when
-   the plan was made.  Those values enter the compile key (``KeyInputs.env``, under
-   ``--env NAME``), so passing, changing or dropping one rebuilds;
+   ``PYTHONPATH`` only with the entries builder itself runs from (its compiler launchers
+   run ``python -m builder.memory.launcher``); ``CUDAHOSTCXX``, the resolved C++
+   compiler (CMake would otherwise take nvcc's default host compiler); the variables of
+   the recipe's options that name one (``options[].env``), set to the option's value; and
+   the **pass-through** variables — ``--env NAME`` and ``BUILDER_PASS_ENV=A,B`` — with the
+   values they had when the plan was made.  Those values enter the compile key
+   (``KeyInputs.env``, under ``--env NAME``), so passing, changing or dropping one
+   rebuilds;
 2. **the step's own changes** (``Step.env``: ``build.env``, a test's ``env``,
    ``CONAN_HOME``, the compiler cache's settings, the memory launcher's variables…);
 3. **the host's variables a kind of step needs at run time** (:data:`RUNTIME_PASS`),
@@ -90,6 +92,7 @@ def pass_names(cli: Sequence[str], setting: str) -> tuple[str, ...]:
 
 
 _FIXED = {"PATH": "the resolved tools' folders", "HOME": "a folder in the workspace",
+          "CUDAHOSTCXX": "the resolved C++ compiler",
           "TMPDIR": "a folder in the workspace", "LC_ALL": LOCALE, "LANG": LOCALE,
           "BUILDER_OWNER": "the state folder"}
 
@@ -106,14 +109,17 @@ def key_entries(passed: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...
 
 
 def variant_env(*, tool_paths: Iterable[str], state: str, own_pythonpath: str = "",
+                cxx: str = "",
                 options_env: Iterable[tuple[str, str]] = (),
                 passed: Iterable[tuple[str, str]] = ()) -> tuple[tuple[str, str], ...]:
     """The base environment of every step of a variant (pure: the resolver's values in,
     sorted pairs out).  ``tool_paths``: the executables the plan resolved (their folders
     make ``PATH``, first one first); ``state``: builder's state folder (``HOME`` and
     ``TMPDIR`` go there); ``own_pythonpath``: where builder itself is imported from when
-    that is not its interpreter's own packages; ``options_env``: (variable, value) of the
-    options that name a variable; ``passed``: the pass-through values."""
+    that is not its interpreter's own packages; ``cxx``: the resolved C++ compiler, which
+    is CUDA's host compiler too (``CUDAHOSTCXX``, read by CMake); ``options_env``:
+    (variable, value) of the options that name a variable; ``passed``: the pass-through
+    values."""
     folders: list[str] = []
     for p in tool_paths:
         d = p.rpartition("/")[0] if "/" in p else ""
@@ -124,6 +130,8 @@ def variant_env(*, tool_paths: Iterable[str], state: str, own_pythonpath: str = 
            "LC_ALL": LOCALE, "LANG": LOCALE}
     if own_pythonpath:
         env["PYTHONPATH"] = own_pythonpath
+    if cxx:
+        env["CUDAHOSTCXX"] = cxx
     env.update(options_env)
     env.update(passed)
     return tuple(sorted(env.items()))

@@ -91,3 +91,21 @@ def test_the_executor_reads_the_host_environment_in_one_place() -> None:
     assert uses == ["executor.py: step.kind, os.environ)",
                     "fetching.py: limits = policy.Limits.from_env(os.environ)  # one time and "
                     "size cap per fetch"], uses
+
+
+def test_only_the_pythonpath_builder_runs_from_reaches_a_step(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from builder.cli.planning import own_pythonpath
+
+    own = Path(__file__).resolve().parents[2]  # this checkout: builder is loaded from it
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{own}:/nonexistent")
+    assert own_pythonpath() == str(own)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert own_pythonpath() == ""
+
+
+def test_cuda_host_compiler_is_the_resolved_cxx() -> None:
+    env = dict(stepenv.variant_env(tool_paths=[], state="/s", cxx="/usr/bin/g++-12"))
+    assert env["CUDAHOSTCXX"] == "/usr/bin/g++-12"
+    with pytest.raises(UsageError, match="set by builder"):
+        stepenv.pass_names(["CUDAHOSTCXX"], "")
