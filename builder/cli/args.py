@@ -130,6 +130,11 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--remote-optional", action="store_true",
                         help="build locally when the remote is down or refuses us, instead "
                              "of failing")
+        sp.add_argument("--env", action="append", default=[], metavar="NAME",
+                        help="pass this variable of your environment to every step; its "
+                             "value enters the key (repeatable; also $BUILDER_PASS_ENV=A,B). "
+                             "Nothing else of your environment reaches a step: "
+                             "docs/step-environment.md")
 
     pl = sub.add_parser("plan", help="show exactly what a build would do (runs nothing)",
                         description="Resolve recipes for this host (or --host-facts) and show "
@@ -159,6 +164,10 @@ def parser() -> argparse.ArgumentParser:
                    help="go on with independent steps after a failure")
     b.add_argument("--no-wait", action="store_true",
                    help="fail at once if another builder holds the workspace")
+    b.add_argument("--sandbox", action="store_true",
+                   help="run each step under bubblewrap: sources, tools and dependencies "
+                        "read-only, no network except for fetches, a private HOME and tmp; "
+                        "a read outside the declared inputs fails (docs/step-environment.md)")
     b.add_argument("-v", "--verbose", action="store_true", help="stream every command's output")
     b.add_argument("-q", "--quiet", action="store_true", help="print only failures and the "
                    "summary")

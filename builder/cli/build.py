@@ -69,6 +69,10 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
     from builder.workspace.lock import workspace_lock
 
     t0 = time.monotonic()
+    if getattr(args, "sandbox", False):
+        from builder.execute.sandbox import find_bwrap
+
+        find_bwrap()  # before anything runs: a missing bubblewrap is a plan error
     with workspace_lock(ws, wait=not args.no_wait):
         if runner is None:
             from builder.util.runner import reap_orphans
@@ -241,6 +245,10 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
         print(f"note: {n}")
     ex = Executor(plan, ws, runner or SubprocessRunner(owner=str(ws.state)),
                   keep_going=args.keep_going)
+    if getattr(args, "sandbox", False):
+        from builder.execute.sandbox import Sandbox, find_bwrap
+
+        ex.sandbox = Sandbox(find_bwrap(), ws, plan.variants)
     if live:
         from builder.cli.progress import LiveProgress
 

@@ -12,6 +12,7 @@ from builder.host.facts import HostFacts, load_host_facts
 from builder.host.probe import probe
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet
+from builder.resolve import stepenv
 from builder.resolve.options import secret_options
 from builder.resolve.request import Request
 from builder.resolve.resolver import env_snapshot, resolve
@@ -89,7 +90,28 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
                    run_tests=not getattr(args, "no_tests", False),
                    conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
                    cache_remote=split_url(args.cache_remote, "cache-remote")[1] or
-                   args.cache_remote, remote=getattr(args, "remote", ""))
+                   args.cache_remote, remote=getattr(args, "remote", ""),
+                   pass_env=stepenv.snapshot(stepenv.pass_names(
+                       getattr(args, "env", []),
+                       os.environ.get(stepenv.PASS_ENV_SETTING, "")), os.environ),
+                   own_pythonpath=own_pythonpath())
+
+
+def own_pythonpath() -> str:
+    """The entries of ``PYTHONPATH`` that builder itself runs from — its checkout, or the
+    folder its dependencies were installed into (``pip install --target``) — as absolute
+    paths: the steps' compiler launchers import builder, and the Conan installed beside it
+    imports its own package, from there.  Entries builder did not load anything from are
+    the user's, and do not reach a step."""
+    import sys
+
+    entries = [os.path.realpath(e) for e in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+               if e]
+    loaded = [os.path.realpath(f) for m in list(sys.modules.values())
+              if (f := getattr(m, "__file__", None))]
+    used = [e for e in dict.fromkeys(entries)
+            if any(f.startswith(e.rstrip("/") + "/") for f in loaded)]
+    return os.pathsep.join(used)
 
 
 def refuse_credentials(recipes: list) -> None:  # type: ignore[type-arg]

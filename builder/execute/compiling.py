@@ -48,7 +48,9 @@ def build(ex: StepHost, step: Step) -> None:
         ex.commands(step)
         return
     cfg, prediction = step.payload.memory, step.payload.prediction
+    env = ex.step_env(step)
     remove_stale_job_dirs()  # those of compiles killed with their launcher
+    remove_stale_job_dirs(Path(env["TMPDIR"]))  # the steps' temporary folder
     # A short path (Unix socket names are limited to ~100 bytes), unique per process.
     sock = socket_dir() / f"builder-{os.getpid()}-{safe_name(step.variant)[-40:]}.sock"
     broker = Broker(sock, BrokerConfig(
@@ -58,14 +60,14 @@ def build(ex: StepHost, step: Step) -> None:
         lowmem_flags=cfg.lowmem_flags, scope=cfg.scope))
     broker.start()
     ex.broker = broker
-    cache_before = compiler_cache_stats(dict(step.env))
+    cache_before = compiler_cache_stats(env)
     try:
         ex.commands(replace(step, env=(*step.env, ("BUILDER_BROKER", str(sock)))))
     finally:
         ex.broker = None
         broker.stop()
         report = ex.ws.reports / f"{safe_name(step.id)}.jobs.json"
-        cache = _stats_delta(cache_before, compiler_cache_stats(dict(step.env)))
+        cache = _stats_delta(cache_before, compiler_cache_stats(env))
         if cache:
             ex.cache_stats.append(cache)
         jobs = broker.report()
@@ -84,14 +86,16 @@ def build(ex: StepHost, step: Step) -> None:
 
 
 def compiler_cache_stats(env: dict[str, str]) -> dict[str, int] | None:
-    """ccache's counters for the cache a build step uses (None without ccache)."""
+    """ccache's counters for the cache a build step uses (None without ccache); ``env``:
+    the step's whole environment, so that ccache reads the configuration the step's
+    compiles read."""
     if "CCACHE_DIR" not in env:
         return None
     from builder.host.probe import find_executable
     from builder.util.runner import capture
 
     rc, out = capture([find_executable("ccache") or "ccache", "--print-stats"],
-                      env={**os.environ, **env})
+                      env=env)
     if rc != 0:
         return None
     stats: dict[str, int] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from builder.plan.payloads import (
     TestRun,
     WheelBuild,
 )
+from builder.resolve import stepenv
 from builder.util.files import atomic_write, private_tmp
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
@@ -94,6 +96,10 @@ class Executor:
         #: failure of the memory scheduler
         self.memory_notes: list[str] = []
         self.test_counts: dict[str, Any] = {}  # test step → testcounts.Counts (or None)
+        #: each variant's base environment (resolve.stepenv): a step starts from nothing else
+        self._bases = {v.id: v.env for v in plan.variants if v.env}
+        #: with ``builder build --sandbox``: wraps each command in bubblewrap
+        self.sandbox: Any = None
 
     def emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",
               index: int = 0) -> None:
@@ -148,17 +154,34 @@ class Executor:
             from builder.source.policy import test_env
 
             env = test_env(env)
+        base = self.step_env(step, {})
+        Path(base["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+        Path(base["HOME"]).mkdir(parents=True, exist_ok=True)
         # a GPU compiler's temporary files (hipcc leaves two <kernel>-XXXXXX folders per
         # compile) go to a folder of the step's own, removed however the step ends
-        with private_tmp("builder-step-", step.kind == "kernel") as tmp:
+        # (under --sandbox every step has a private one)
+        with private_tmp("builder-step-", step.kind == "kernel" or self.sandbox is not None,
+                         base["TMPDIR"]) as tmp:
             self._run_all(step, cwd, {**env, "TMPDIR": tmp} if tmp else env, log, callback)
+
+    def step_env(self, step: Step, changes: dict[str, str] | None = None) -> dict[str, str]:
+        """The whole environment ``step`` runs with: its variant's base, its own changes
+        (``changes``, default ``step.env``) and what its kind takes from the host at run
+        time (:func:`builder.resolve.stepenv.compose`) — nothing else of this process's."""
+        base = self._bases.get(step.variant) or stepenv.variant_env(
+            tool_paths=[sys.executable], state=str(self.ws.state))
+        return stepenv.compose(base, dict(step.env) if changes is None else changes,
+                               step.kind, os.environ)
 
     def _run_all(self, step: Step, cwd: Path, env: dict[str, str], log: Path,
                  callback: Callable[[str], None] | None) -> None:
-        for n, argv in enumerate(step.commands):
+        whole = self.step_env(step, env)
+        for n, command in enumerate(step.commands):
             path = log if n == 0 else log.with_suffix(f".{n}.log")
+            argv = command if self.sandbox is None else \
+                self.sandbox.wrap(step, tuple(command), whole, cwd)
             res = self.runner.run(argv, cwd=cwd, env_changes=env, log_path=path,
-                                  timeout=step.timeout, on_line=callback)
+                                  timeout=step.timeout, on_line=callback, base_env=whole)
             if res.interrupted:
                 raise Interrupted(f"interrupted during {step.id}; the next build resumes "
                                   f"from the steps that completed")
@@ -169,6 +192,11 @@ class Executor:
                 elif any(m in line for line in res.tail for m in OOM_MARKERS):
                     why = ("a compiler was killed, most likely out of memory; lower the "
                            "parallelism (--jobs) or set a memory budget (--memory-budget)")
+                elif self.sandbox is not None:
+                    why = ("it ran under --sandbox, where only the declared inputs are "
+                           "visible and the network is cut off: a missing file or a refused "
+                           "connection in the log is a read outside them; declare it, or pass "
+                           "the variable with --env (docs/step-environment.md)")
                 raise StepFailed(step.id, list(argv), res.returncode, str(path), res.tail, why)
 
     def _do_build(self, step: Step) -> None:

@@ -34,3 +34,6 @@ class StepHost(Protocol):
 
     def log_path(self, step: Step) -> Path:
         """The step's log file."""
+
+    def step_env(self, step: Step, changes: dict[str, str] | None = None) -> dict[str, str]:
+        """The whole environment the step runs with (resolve.stepenv.compose)."""

@@ -78,6 +78,12 @@ class Variant:
     #: the compile inputs less the content of in-place source folders (resolve.keys): it
     #: names the build, stage and install folders
     config_key: str = ""
+    #: the environment every step of the variant starts from (resolve.stepenv); a step's
+    #: ``env`` is added to it, and the runner starts the step with exactly that
+    env: tuple[tuple[str, str], ...] = ()
+    #: the folders its sources are read from (a path source's folder, the fetched or
+    #: patched tree): under ``--sandbox``, the only project files a step can read
+    sources: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:

@@ -113,6 +113,10 @@ def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
             out.append(f"      download: {v.reason}")
         elif v.status == CACHED and v.reason:
             out.append(f"      {v.reason} (manifest.json matches the inputs)")
+        if commands and v.env and v.status in (BUILD, DOWNLOAD):
+            # once per variant; each step below shows only its own additions
+            out.append("      environment of every step (nothing else of the shell's):")
+            out.extend(f"        {k}={val}" for k, val in v.env)
         for s in plan.steps_of(v.id):
             out.extend(_step_lines(s, color, commands and v.status != CACHED,
                                    v.reason if v.status == SKIP else ""))

@@ -37,6 +37,12 @@ class Request:
     compiler_cache: str = ""  # none | ccache | sccache; "": the recipe's default, else none
     cache_remote: str = ""  # remote storage for the compiler cache, e.g. redis://127.0.0.1:6379
     remote: str = ""  # a Conan remote holding published variants (download, not build)
+    #: the pass-through variables (``--env NAME``, ``BUILDER_PASS_ENV``) that are set, with
+    #: their values: every step gets them and they enter the compile key (resolve.stepenv)
+    pass_env: tuple[tuple[str, str], ...] = ()
+    #: where builder itself is imported from when its interpreter does not have it (a
+    #: checkout on PYTHONPATH): its compiler launchers in the steps need it; "" otherwise
+    own_pythonpath: str = ""
 
 
 def memory_budget(host: HostFacts, request: Request) -> int:

@@ -31,7 +31,7 @@ from builder.plan.payloads import FetchSource
 from builder.recipe.model import BackendSpec, OptionValue, Recipe, option_text
 from builder.recipe.recipeset import RecipeSet
 from builder.recipe.subst import SubstitutionError
-from builder.resolve import checks, keys
+from builder.resolve import checks, keys, stepenv
 from builder.resolve.cmakesteps import cmake_steps
 from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
@@ -225,7 +225,8 @@ class _Resolution:
             tools=keys.tool_versions(host, be, found.platform),
             conan=keys.conan_pins(recipe, host, multiarch),
             deps=[d.compile_key for d in deps],
-            env=tuple(env_inputs(recipe, dict(self.request.env), backend=spec.name)),
+            env=tuple(env_inputs(recipe, dict(self.request.env), backend=spec.name)) +
+            stepenv.key_entries(self.request.pass_env),
             test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True,
                                       backend=spec.name)),
             py_reqs=tuple(keys.python_requirements(recipe, host.python(found.python)
@@ -260,7 +261,23 @@ class _Resolution:
             options=tuple((n, option_text(v)) for n, v in k.options.items()), key=key,
             prefix=str(prefix), status=status, reason=reason, fix=fix,
             deps=tuple(d.id for d in deps), recipe_file=recipe.display, notes=tuple(vnotes),
-            pins=keys.pins(k), compile_key=compile_key, config_key=config_key)
+            pins=keys.pins(k), compile_key=compile_key, config_key=config_key,
+            env=self._base_env(k))
+
+    def _base_env(self, k: keys.KeyInputs) -> tuple[tuple[str, str], ...]:
+        """The environment every step of the variant starts from (resolve.stepenv)."""
+        host, recipe = self.host, k.recipe
+        py = k.py_info or host.python(host.default_python)
+        tools = [host.builder_python, *(t.path for t in host.tools), py.path if py else ""]
+        values = {o.name: option_text(v) for o, v in
+                  ((o, k.options[o.name]) for o in recipe.options if o.name in k.options)}
+        return stepenv.variant_env(
+            tool_paths=[t for t in tools if t], state=str(self.ws.state),
+            own_pythonpath=self.request.own_pythonpath,
+            cxx=cxx.path if (cxx := host.tool("cxx")) else "",
+            options_env=[(n, values[o.name]) for o in recipe.options if o.name in values
+                         for n in (o.legacy_env, o.env) if n],
+            passed=self.request.pass_env)
 
     def _context(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
                  deps: list[Variant]) -> VariantContext:
@@ -294,6 +311,8 @@ class _Resolution:
         published on the remote is downloaded."""
         recipe, request = k.recipe, self.request
         ctx = self._context(variant, k, found, deps)
+        variant = replace(variant, sources=tuple(dict.fromkeys(
+            [ctx.source_root(), *(s.location for s in recipe.sources if s.kind == "path")])))
         try:
             new_steps = _STEPS.get(recipe.build_system, cmake_steps)(ctx)
         except SubstitutionError as exc:

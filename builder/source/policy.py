@@ -35,10 +35,10 @@ __all__ = ["Limits", "SourcePolicyError", "check_tree", "excluded", "git_env", "
 
 def test_env(step_env: Mapping[str, str]) -> dict[str, str]:
     """A test step's environment: no ``__pycache__`` or ``.pytest_cache`` written into
-    the source tree (the recipe's own settings win)."""
-    addopts = os.environ.get("PYTEST_ADDOPTS", "")
-    return {"PYTHONDONTWRITEBYTECODE": "1",
-            "PYTEST_ADDOPTS": f"{addopts} -p no:cacheprovider".strip(), **step_env}
+    the source tree (the recipe's own settings win; the shell's ``PYTEST_ADDOPTS`` does
+    not reach a step: see builder.resolve.stepenv)."""
+    return {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider",
+            **step_env}
 
 
 # -- containment --------------------------------------------------------------------------

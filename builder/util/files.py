@@ -94,15 +94,17 @@ def remove_orphans(folder: Path, prefix: str, kind: Callable[[int], bool]) -> No
 
 
 @contextlib.contextmanager
-def private_tmp(prefix: str, wanted: bool = True) -> Iterator[str | None]:
-    """A temporary folder of one's own (named ``<prefix>XXXXXXXX`` in the temporary
-    folder), removed on the way out however the block ends — for a child's ``TMPDIR``,
-    so that what a compiler leaves there goes with it.  None when not ``wanted`` or when
-    no temporary folder is writable (the child then finds its own, as before)."""
+def private_tmp(prefix: str, wanted: bool = True, root: str | None = None
+                ) -> Iterator[str | None]:
+    """A temporary folder of one's own (named ``<prefix>XXXXXXXX`` in ``root``, default
+    the temporary folder), removed on the way out however the block ends — for a child's
+    ``TMPDIR``, so that what a compiler leaves there goes with it.  None when not
+    ``wanted`` or when no temporary folder is writable (the child then finds its own, as
+    before)."""
     tmp = None
     if wanted:
         with contextlib.suppress(OSError):
-            tmp = tempfile.mkdtemp(prefix=prefix)
+            tmp = tempfile.mkdtemp(prefix=prefix, dir=root)
     try:
         yield tmp
     finally:

@@ -70,7 +70,13 @@ class Result:
 class Runner(Protocol):
     def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
             log_path: Path, timeout: float,
-            on_line: Callable[[str], None] | None = None) -> Result: ...
+            on_line: Callable[[str], None] | None = None,
+            base_env: Mapping[str, str] | None = None) -> Result:
+        """Run ``argv`` with ``base_env`` plus ``env_changes`` — exactly that environment
+        (a build step's, composed by :mod:`builder.resolve.stepenv`); without
+        ``base_env``, this process's own plus the changes (builder's own calls of a host
+        tool, such as a Conan upload that needs the user's credentials)."""
+        ...
 
 
 #: Every process a build starts carries ``BUILDER_OWNER=<state folder>`` in its
@@ -79,8 +85,9 @@ class Runner(Protocol):
 OWNER_ENV = "BUILDER_OWNER"
 
 
-def _child_env(env_changes: Mapping[str, str], owner: str = "") -> dict[str, str]:
-    env = dict(os.environ)
+def _child_env(env_changes: Mapping[str, str], owner: str = "",
+               base: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
     for k, v in env_changes.items():
         env[k] = v
     if owner:
@@ -166,7 +173,8 @@ class SubprocessRunner:
 
     def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
             log_path: Path, timeout: float,
-            on_line: Callable[[str], None] | None = None) -> Result:
+            on_line: Callable[[str], None] | None = None,
+            base_env: Mapping[str, str] | None = None) -> Result:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         start = time.monotonic()
@@ -181,16 +189,19 @@ class SubprocessRunner:
         # ${secret:NAME} references become values in the child's environment only: the
         # log below shows the references
         child_changes = {k: reveal(v) for k, v in env_changes.items()}
-        secrets = {**os.environ, **child_changes}
+        child_base = None if base_env is None else {k: reveal(v) for k, v in base_env.items()}
+        secrets = {**os.environ, **(child_base or {}), **child_changes}
         with open(log_path, "w", encoding="utf-8", errors="replace") as log:
             log.write(redact(f"$ {shlex.join(argv)}\n", secrets))
             log.write(f"# cwd: {cwd}\n")
-            for k, v in sorted(env_changes.items()):
+            # a composed environment is logged whole: the log says all the step saw
+            shown = env_changes if base_env is None else {**base_env, **env_changes}
+            for k, v in sorted(shown.items()):
                 log.write(redact(f"# env: {k}={v}\n", secrets))
             log.flush()
             try:
                 proc = subprocess.Popen(list(argv), cwd=cwd,
-                                        env=_child_env(child_changes, self.owner),
+                                        env=_child_env(child_changes, self.owner, child_base),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as exc:
@@ -293,6 +304,7 @@ class Call:
     argv: list[str]
     cwd: str
     env_changes: dict[str, str]
+    base_env: dict[str, str] | None = None
 
 
 class RecordingRunner:
@@ -305,8 +317,10 @@ class RecordingRunner:
 
     def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
             log_path: Path, timeout: float,
-            on_line: Callable[[str], None] | None = None) -> Result:
-        self.calls.append(Call(list(argv), str(cwd), dict(env_changes)))
+            on_line: Callable[[str], None] | None = None,
+            base_env: Mapping[str, str] | None = None) -> Result:
+        self.calls.append(Call(list(argv), str(cwd), dict(env_changes),
+                               None if base_env is None else dict(base_env)))
         log_path.parent.mkdir(parents=True, exist_ok=True)
         joined = shlex.join(argv)
         log_path.write_text(f"$ {joined}\n(recorded, not run)\n", encoding="utf-8")

@@ -33,7 +33,8 @@ class SlowRunner:
 
     def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
             log_path: Path, timeout: float,
-            on_line: Callable[[str], None] | None = None) -> Result:
+            on_line: Callable[[str], None] | None = None,
+            base_env: Mapping[str, str] | None = None) -> Result:
         with self.lock:
             self.now += 1
             self.most = max(self.most, self.now)
