@@ -10,8 +10,6 @@ it, so a reader never sees half of one.
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from builder.plan.payloads import (
     TestRun,
     WheelBuild,
 )
+from builder.util import writer
 from builder.util.files import atomic_write, private_tmp
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
@@ -138,7 +137,7 @@ class Executor:
     def commands(self, step: Step) -> None:
         log = self.log_path(step)
         cwd = Path(step.cwd) if step.cwd else self.ws.root
-        cwd.mkdir(parents=True, exist_ok=True)
+        writer.make_dirs(cwd, named=True)  # the step's folder: the recipe names it
         callback = None
         if self.on_line is not None:
             sink = self.on_line
@@ -271,19 +270,19 @@ class Executor:
             raise StepFailed(step.id, [], 1, str(log), [],
                              f"cannot build the wheel: {exc}") from None
         note = "" if step.commands else f" — {w.note}"
-        with open(log, "a", encoding="utf-8") as out:
+        with writer.open_stream(log, append=True) as out:
             out.write("".join(f"# {line}\n" for line in said) + f"# wheel: {final}{note}\n")
 
     def _do_stage(self, step: Step) -> None:
         if isinstance(step.payload, CleanStage):
-            shutil.rmtree(step.payload.stage, ignore_errors=True)
+            writer.remove(step.payload.stage)
         self.commands(step)
 
     def _do_kernel(self, step: Step) -> None:
         assert isinstance(step.payload, KernelEntry)
         partial, entry = Path(step.payload.partial), Path(step.payload.entry)
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
+        writer.remove(partial)
+        writer.make_dirs(partial)
         try:
             self.commands(step)
             expected = [partial / Path(o).name for o in step.outputs]
@@ -294,13 +293,13 @@ class Executor:
                                  f"the compiler exited 0 but wrote no {missing[0]}")
             for p in partial.iterdir():  # intermediates (.air) are not cached
                 if p not in expected:
-                    p.unlink()
+                    writer.remove(p)
             if entry.exists():
-                shutil.rmtree(partial)
+                writer.remove(partial)
             else:
-                os.replace(partial, entry)
+                writer.move(partial, entry)
         finally:
-            shutil.rmtree(partial, ignore_errors=True)
+            writer.remove(partial)
 
 def _read_lines(path: Path) -> list[str]:
     try:

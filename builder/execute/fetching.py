@@ -12,6 +12,7 @@ from builder.errors import FetchError, StepFailed
 from builder.execute.host import StepHost
 from builder.plan.model import Step
 from builder.plan.payloads import FetchSource
+from builder.util import writer
 from builder.util.files import replace_dir
 
 __all__ = ["fetch"]
@@ -25,21 +26,21 @@ def fetch(ex: StepHost, step: Step) -> None:
     dest, partial = Path(src.dest), Path(src.partial)
     if fetch.is_fetched(dest):
         return
-    shutil.rmtree(partial, ignore_errors=True)
+    writer.remove(partial)
     limits = policy.Limits.from_env(os.environ)  # one time and size cap per fetch
     try:
         if src.kind == "path":  # a patched local folder: patched in builder's copy
             from builder.source.digest import SKIP_DIRS
 
-            shutil.copytree(src.location, partial, symlinks=True,
-                            ignore=shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info"))
+            writer.copy_tree(src.location, partial,
+                             ignore=shutil.ignore_patterns(*SKIP_DIRS, "*.egg-info"))
         if src.kind == "url":
             archive = dest.with_name(dest.name + ".download")
             try:
                 fetch.download(src.location, archive, src.sha256, limits)
                 fetch.extract(archive, partial, limits, src.location)
             finally:
-                archive.unlink(missing_ok=True)
+                writer.remove(archive)
             fetch.strip_single_top(partial)
         try:
             ex.commands(replace(step, timeout=int(min(step.timeout or limits.timeout,
@@ -62,12 +63,11 @@ def fetch(ex: StepHost, step: Step) -> None:
         replace_dir(partial, dest)
     except (FetchError, policy.SourcePolicyError) as exc:
         failed_log = ex.log_path(step)
-        failed_log.parent.mkdir(parents=True, exist_ok=True)
-        with open(failed_log, "a", encoding="utf-8") as f:  # the log the error names
+        with writer.open_stream(failed_log, append=True) as f:  # the log the error names
             f.write(f"# fetch failed: {exc}\n")
         raise StepFailed(step.id, [], 1, str(failed_log), [str(exc)], str(exc)) from None
     finally:
-        shutil.rmtree(partial, ignore_errors=True)
+        writer.remove(partial)
 
 
 def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -> str:
@@ -82,6 +82,6 @@ def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -
     if rc != 0 or not is_full_rev(head) or (head != rev and not branch):
         raise FetchError(f"{src.location}: checked out {head!r}, expected {rev}")
     if branch:
-        with open(ex.log_path(step), "a", encoding="utf-8") as log:
+        with writer.open_stream(ex.log_path(step), append=True) as log:
             log.write(f"# {rev} resolved to commit {head}\n")
     return head

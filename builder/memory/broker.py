@@ -78,8 +78,10 @@ class Broker:
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.unlink(missing_ok=True)
+        from builder.util.writer import private_dir, remove_socket
+
+        private_dir(self.path.parent)
+        remove_socket(self.path)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.bind(str(self.path))
         s.listen(128)
@@ -108,7 +110,9 @@ class Broker:
             if self._thread is not None:
                 self._thread.join(timeout=5.0)
             sock.close()
-        self.path.unlink(missing_ok=True)
+        from builder.util.writer import remove_socket
+
+        remove_socket(self.path)
         self.history.save()
 
     def _accept(self, sock: socket.socket) -> None:

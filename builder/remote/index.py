@@ -117,7 +117,9 @@ def publish(plan: BuildPlan, ws: Workspace, url: str, runner: Any,
     if importlib.util.find_spec("twine") is None:
         raise UsageError("publishing to an index needs twine: pip install twine")
     log = ws.logs / "publish_index.log"
-    ws.logs.mkdir(parents=True, exist_ok=True)
+    from builder.util.writer import make_dirs
+
+    make_dirs(ws.logs)
     run = checked(runner, "publish --index", ws.state, {}, log, 1800)
     twine_cmd = [sys.executable, "-m", "twine"]
     for w in wheels:

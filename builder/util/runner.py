@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from builder.util.writer import open_stream
+
 __all__ = [
     "OWNER_ENV",
     "TAIL_LINES",
@@ -167,13 +169,12 @@ class SubprocessRunner:
     def run(self, argv: Sequence[str], *, cwd: Path, env_changes: Mapping[str, str],
             log_path: Path, timeout: float,
             on_line: Callable[[str], None] | None = None) -> Result:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         start = time.monotonic()
         from builder.util.secrets import redact  # no credential reaches a log
 
         secrets = {**os.environ, **env_changes}
-        with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+        with open_stream(log_path) as log:  # the one writer: no link followed
             log.write(redact(f"$ {shlex.join(argv)}\n", secrets))
             log.write(f"# cwd: {cwd}\n")
             for k, v in sorted(env_changes.items()):
@@ -298,9 +299,9 @@ class RecordingRunner:
             log_path: Path, timeout: float,
             on_line: Callable[[str], None] | None = None) -> Result:
         self.calls.append(Call(list(argv), str(cwd), dict(env_changes)))
-        log_path.parent.mkdir(parents=True, exist_ok=True)
         joined = shlex.join(argv)
-        log_path.write_text(f"$ {joined}\n(recorded, not run)\n", encoding="utf-8")
+        with open_stream(log_path) as log:
+            log.write(f"$ {joined}\n(recorded, not run)\n")
         for needle, rc in self.fail.items():
             if needle in joined:
                 return Result(rc, [f"recorded failure for {needle!r}"])
