@@ -15,7 +15,7 @@ from builder.execute.host import StepHost, safe_name
 from builder.plan.model import Step
 from builder.plan.payloads import CompileJobs
 from builder.util.files import atomic_write, remove_orphans
-from builder.util.writer import private_dir
+from builder.util.scratch import private_dir
 
 __all__ = ["build", "compiler_cache_stats", "socket_dir"]
 

@@ -32,6 +32,7 @@ from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, fall, relearn
 from builder.memory.policy import Job, Model, build_speed, envelope, released, sped_up
+from builder.util.scratch import private_dir, remove_socket
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
 
@@ -78,8 +79,6 @@ class Broker:
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        from builder.util.writer import private_dir, remove_socket
-
         private_dir(self.path.parent)
         remove_socket(self.path)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -110,8 +109,6 @@ class Broker:
             if self._thread is not None:
                 self._thread.join(timeout=5.0)
             sock.close()
-        from builder.util.writer import remove_socket
-
         remove_socket(self.path)
         self.history.save()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.util import writer
-from builder.util.writer import private_tmp, remove_orphans
+from builder.util.scratch import private_tmp, remove_orphans
 
 __all__ = ["atomic_write", "file_list", "file_sha256", "private_tmp", "remove_orphans",
            "replace_dir"]

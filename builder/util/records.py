@@ -223,12 +223,13 @@ def read_digest_cache(path: Path) -> dict[str, tuple[int, int, int, int, str]]:
 def write_json(path: Path, data: Any) -> bool:
     """Write one of builder's files atomically; False when the folder is not writable
     (a cache that cannot be saved is recomputed next time)."""
+    from builder.errors import OwnershipError
     from builder.util.files import atomic_write
 
     try:
         atomic_write(path, json.dumps(data, indent=1, sort_keys=True))
         return True
-    except OSError:
+    except (OSError, OwnershipError):  # a link or a foreign place: refused, not saved
         return False
 
 

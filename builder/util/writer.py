@@ -42,8 +42,8 @@ from builder.errors import OwnershipError
 
 __all__ = ["MARKERS", "MARK_TEXT", "STATE_MARKER", "TREE_MARKER", "atomic_file", "copy_file",
            "copy_link", "copy_tree", "make_dirs", "make_temp_dir", "move", "open_lock",
-           "open_stream", "owned_root", "private_dir", "private_tmp", "remove",
-           "remove_empty_dir", "remove_orphans", "remove_socket", "replace_dir",
+           "open_stream", "owned_root", "remove",
+           "remove_empty_dir", "replace_dir",
            "write_bytes", "write_marker", "write_text"]
 
 STATE_MARKER = ".builder-state"
@@ -70,9 +70,11 @@ def _lstat(path: Path) -> os.stat_result | None:
 
 def _has_marker(folder: Path) -> bool:
     for name in MARKERS:
-        st = _lstat(folder / name) if _lstat(folder) is not None else None
-        if st is not None and stat.S_ISREG(st.st_mode):
-            return True
+        try:
+            if stat.S_ISREG(os.lstat(folder / name).st_mode):
+                return True
+        except OSError:  # missing, or ``folder`` is not a folder
+            continue
     return False
 
 
@@ -341,11 +343,15 @@ def remove_empty_dir(path: Path | str) -> None:
 
 
 def move(src: Path | str, dst: Path | str) -> None:
-    """Rename ``src`` to ``dst`` (replacing a file or an empty folder there), both in
-    owned places."""
+    """Rename ``src`` to ``dst`` (replacing a file or an empty folder there): ``src``
+    is owned, and ``dst`` is in an owned place, holds a marker, or is a new name next to
+    ``src`` (a marked tree renamed aside in a user's install root)."""
     s, d = _abs(src), _abs(dst)
     _owned_or_refuse(s, "move")
-    _check_place(d, named=False) if owned_root(d.parent) else _owned_or_refuse(d, "replace")
+    if owned_root(d.parent):
+        _check_place(d, named=False)
+    elif _lstat(d) is not None or d.parent != s.parent:
+        _owned_or_refuse(d, "replace")
     try:
         os.replace(s, d)
     except OSError as exc:
@@ -432,61 +438,3 @@ def replace_dir(src: Path | str, dst: Path | str) -> None:
         raise _named_error(exc, d) from None
     if _lstat(old) is not None:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def remove_orphans(folder: Path, prefix: str, kind: Callable[[int], bool]) -> None:
-    """Remove this user's ``<folder>/<prefix><pid>-*`` entries of ``kind`` (``stat.S_ISSOCK``,
-    ``stat.S_ISDIR``) whose process ``pid`` no longer exists: what a process killed with
-    SIGKILL could not remove itself.  A pid in use again, or one we may not signal, keeps
-    its entry; anything else named alike is not touched."""
-    for entry in folder.glob(f"{prefix}*-*"):
-        try:
-            pid = int(entry.name[len(prefix):].split("-")[0])
-            st = os.lstat(entry)
-            if not kind(st.st_mode) or st.st_uid != os.getuid():
-                continue
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-        except (ValueError, OSError):
-            continue
-
-
-def private_dir(path: Path) -> bool:
-    """Make ``path`` a folder private to this user (mode 0700); False when it cannot be,
-    or when what stands there is not this user's private folder (someone else could
-    watch it)."""
-    try:
-        path.mkdir(mode=0o700, exist_ok=True)
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
-
-
-def remove_socket(path: Path) -> None:
-    """Remove a socket this process bound (or a stale one at that path); nothing else."""
-    st = _lstat(path)
-    if st is not None and stat.S_ISSOCK(st.st_mode):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-
-
-@contextlib.contextmanager
-def private_tmp(prefix: str, wanted: bool = True) -> Iterator[str | None]:
-    """A temporary folder of one's own (named ``<prefix>XXXXXXXX`` in the temporary
-    folder), removed on the way out however the block ends — for a child's ``TMPDIR``,
-    so that what a compiler leaves there goes with it.  None when not ``wanted`` or when
-    no temporary folder is writable (the child then finds its own, as before)."""
-    tmp = None
-    if wanted:
-        with contextlib.suppress(OSError):
-            tmp = tempfile.mkdtemp(prefix=prefix)
-    try:
-        yield tmp
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.plan.model import variant_label
+from builder.util.writer import TREE_MARKER
 from builder.workspace.paths import Workspace
 
 __all__ = ["Entry", "scan", "tree_usage"]
@@ -304,7 +305,10 @@ class _Scan:
         for root in sorted(roots):
             for p in sorted(root.iterdir()) if root.is_dir() else []:
                 if p.name.startswith(".") and _TEMP.search(p.name):
-                    self.temp(p)
+                    if (p / TREE_MARKER).is_file():  # a killed publish's, marked first
+                        self.temp(p)
+                    else:  # in the user's install root and not builder's: left alone
+                        self.add("other", p, keep=f"not builder's (no {TREE_MARKER})")
         cache = self.ws.kernel_cache
         for p in sorted(cache.iterdir()) if cache.is_dir() else []:
             if _TEMP.search(p.name):

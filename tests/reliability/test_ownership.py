@@ -162,21 +162,36 @@ def test_a_state_dir_that_is_a_file_is_refused(project: Path, tmp_path: Path,
         assert r.code == REFUSED and "not a folder" in r.err and f.read_text() == "mine"
 
 
-def test_new_empty_and_old_state_folders_are_used(project: Path, tmp_path: Path,
-                                                  cli: Callable[..., CliResult]) -> None:
+def test_new_and_empty_state_folders_are_used(project: Path, tmp_path: Path,
+                                              cli: Callable[..., CliResult]) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    old = tmp_path / "old"
-    (old / "install").mkdir(parents=True)
-    (old / "lock").write_text("12345")
-    (old / "host.json").write_text("{}")
-    for state in (tmp_path / "new" / "deep", empty, old):
+    for state in (tmp_path / "new" / "deep", empty):
         r = cli("--state-dir", str(state), "build", "greet", cwd=project,
                 runner=RecordingRunner())
         assert r.code == 0, r.out + r.err
         assert (state / STATE_MARKER).is_file()
         r = cli("--state-dir", str(state), "cache", "prune", cwd=project)
         assert r.code == 0, r.out + r.err
+
+
+@pytest.mark.parametrize("command", [["cache", "prune"], ["build", "greet"]])
+def test_a_folder_with_builders_names_but_no_marker_is_refused(
+        project: Path, tmp_path: Path, command: list[str],
+        cli: Callable[..., CliResult]) -> None:
+    """``build/ install/ logs/`` and an empty ``lock`` look like a state folder; without
+    builder's marker they are a user's, and nothing in them is touched."""
+    folder = tmp_path / "mine"
+    for name in ("build", "install", "logs"):
+        (folder / name / "x").mkdir(parents=True)
+        (folder / name / "x" / "mine.txt").write_text(name)
+    (folder / "lock").write_text("")
+    (folder / "host.json").write_text("{}")
+    before = tree_files(folder)
+    r = cli("--state-dir", str(folder), *command, cwd=project, runner=RecordingRunner())
+    assert r.code == REFUSED, r.out + r.err
+    assert "no .builder-state marker" in r.err
+    assert tree_files(folder) == before
 
 
 def test_prune_of_a_real_state_folder_keeps_foreign_files_out(project: Path, tmp_path: Path,

@@ -232,6 +232,9 @@ def test_the_plan_finds_the_history_of_a_moved_project(modern: Path, tmp_path: P
     from builder.memory.history import History
     from builder.plan.payloads import CompileJobs
 
+    from builder.workspace.ownership import claim_state
+
+    claim_state(Workspace.at(modern).state)  # as the command line does first
     hist = History(Workspace.at(modern).memory_history)
     hist.record("k1", "modern:tests/main.cpp", 700 * 2**20, 5.0, cpu=4.0)
     hist.save()
