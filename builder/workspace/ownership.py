@@ -32,7 +32,7 @@ from builder.util import writer
 from builder.util.writer import STATE_MARKER, TREE_MARKER
 
 __all__ = ["STATE_MARKER", "STATE_NAMES", "TREE_MARKER", "carry_unlisted", "check_tree",
-           "claim_state",
+           "claim_state", "shared_tree",
            "install_root", "is_state_folder", "mark_tree", "preflight", "registered_trees",
            "registry_text", "require_state", "tree_owned"]
 
@@ -221,6 +221,19 @@ def preflight(plan_steps: list[tuple[str, str]], state: Path) -> None:
     registry = registered_trees(state)
     for _, tree in plan_steps:
         check_tree(Path(tree), registry)
+
+
+def shared_tree(claims: list[tuple[str, str, str]]) -> None:
+    """Refuse a plan where two recipes publish into one kernel tree.  ``claims``: (tree,
+    recipe, where its install.root is written) per publish step."""
+    first: dict[str, tuple[str, str]] = {}
+    for tree, recipe, where in claims:
+        other = first.setdefault(tree, (recipe, where))
+        if other[0] != recipe:
+            raise PlanError(f"{where}: install.root: recipe {recipe} publishes into {tree}, "
+                            f"and so does recipe {other[0]} ({other[1]}); each would "
+                            f"replace the other's kernels\n  fix: give each recipe its "
+                            f"own install root (install.root, or -o NAME=/abs/path)")
 
 
 def registry_text(registry: dict[str, str]) -> str:

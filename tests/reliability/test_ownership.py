@@ -235,3 +235,50 @@ def test_a_tree_published_before_markers_is_adopted_only_when_intact(tmp_path: P
     ptx.write_text(".version 9.1\n")  # same size, other content: not what builder wrote
     with pytest.raises(OwnershipError):
         check_tree(tree, {})
+
+
+def test_a_users_file_in_a_published_tree_survives_a_republish(
+        kern: Path, tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """Publishing replaces only what the tree's manifest lists."""
+    root, state = tmp_path / "k", tmp_path / "state"
+    assert build(cli, kern, state, "-o", f"root={root}").code == 0
+    (root / "cuda" / "README.txt").write_text("my notes")
+    (root / "cuda" / "scale" / "mine.cu").write_text("// my kernel")
+    (kern / "sources" / "kern" / "scale.cu").write_text("// changed\n")
+    r = build(cli, kern, state, "-o", f"root={root}")
+    assert r.code == 0, r.out + r.err
+    assert (root / "cuda" / "README.txt").read_text() == "my notes"
+    assert (root / "cuda" / "scale" / "mine.cu").read_text() == "// my kernel"
+    listed = {f["path"] for f in json.loads((root / "cuda" / "manifest.json").read_text())[
+        "files"]}
+    assert "README.txt" not in listed and "scale/mine.cu" not in listed
+    assert sorted(p.name for p in root.iterdir()) == ["cuda"]  # no temporary left
+
+
+def test_a_published_tree_is_readable_by_others(kern: Path, tmp_path: Path,
+                                                cli: Callable[..., CliResult]) -> None:
+    root = tmp_path / "k"
+    old = os.umask(0o022)
+    try:
+        assert build(cli, kern, tmp_path / "state", "-o", f"root={root}").code == 0
+    finally:
+        os.umask(old)
+    tree = root / "cuda"
+    assert tree.stat().st_mode & 0o777 == 0o755
+    for p in tree.rglob("*"):
+        assert p.stat().st_mode & 0o055 == 0o044 if p.is_file() else \
+            p.stat().st_mode & 0o777 == 0o755, p
+
+
+def test_two_recipes_may_not_share_an_install_root(kern: Path, tmp_path: Path,
+                                                   cli: Callable[..., CliResult]) -> None:
+    text = (kern / "recipes" / "kern.yaml").read_text()
+    (kern / "recipes" / "kern2.yaml").write_text(text.replace("name: kern", "name: kern2"))
+    root = tmp_path / "shared"
+    for command in (["plan"], ["build"]):
+        r = cli("--state-dir", str(tmp_path / "state"), *command, "kern", "kern2",
+                "--backend", "cuda", "-o", f"root={root}", cwd=kern, runner=WritingRunner())
+        assert r.code != 0, r.out + r.err
+        assert "kern.yaml:" in r.err and "kern2.yaml:" in r.err, r.err
+        assert str(root / "cuda") in r.err
+    assert not root.exists()
