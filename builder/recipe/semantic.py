@@ -230,6 +230,12 @@ def _check_install(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
     for k in ("root", "layout"):
         if k in inst:
             _check_substitutions(inst[k], ("install", k), d, opt_names)
+    for i, f in enumerate(inst.get("files") or ()):
+        src = f.get("from") if isinstance(f, dict) else None
+        if isinstance(src, str):  # below ${source} or ${build}, never elsewhere
+            rest = re.sub(r"^\$\{(source|build)\}/?", "", src)
+            _check_below(rest, ("install", "files", i, "from"),
+                         "the source and build trees", d)
     if "layout" in inst:
         problem = layout_problem(inst["layout"])
         if problem:
