@@ -88,6 +88,9 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                 check(plan, args.lockfile)
             _check_budget(plan, args)
             from builder.workspace.ownership import preflight
+            from builder.workspace.usage import record_in_use
+
+            record_in_use(ws, [v.id for v in plan.variants if v.status != SKIP])
 
             preflight([(s.kind, s.payload.tree) for s in plan.steps
                        if isinstance(s.payload, PublishKernels) and s.status == BUILD],

@@ -39,7 +39,7 @@ from builder.plan.model import variant_label
 from builder.util.writer import TREE_MARKER
 from builder.workspace.paths import Workspace
 
-__all__ = ["Entry", "scan", "tree_usage"]
+__all__ = ["IN_USE", "Entry", "lockfiles", "record_in_use", "scan", "tree_usage"]
 
 _TEMP = re.compile(r"(\.(tmp|old|prune)(\d+))$|\.(partial|download|strip)$")
 _VDIR_KEY = re.compile(r"-[0-9a-f]{12}$")
@@ -139,9 +139,8 @@ class _Scan:
         self.entries: list[Entry] = []
         self.locks = [self._read_lockfile(p) for p in lockfiles]
         self.locked: dict[str, Any] = {k: v for lock in self.locks for k, v in lock.items()}
-        last = _read_json(ws.last_build) or {}
-        self.last_used = {str(v.get("id")) for v in last.get("variants", ())
-                          if isinstance(v, dict)}
+        last = _read_json(ws.state / IN_USE) or {}
+        self.last_used = {str(v) for v in last.get("variants", ())}
 
     @staticmethod
     def _read_lockfile(path: Path) -> dict[str, Any]:
@@ -405,6 +404,18 @@ class _Scan:
                 e = self.add("logs", p, recipe)
                 if e.mtime >= since:
                     e.keep = "from the last build"
+
+
+#: the variants the last ``builder build`` asked for, built or already up to date
+IN_USE = "in-use.json"
+
+
+def record_in_use(ws: Workspace, variant_ids: list[str]) -> None:
+    """Note the variants a build uses — also when all are up to date and nothing runs —
+    so that ``cache prune`` keeps their installs after another option value was tried."""
+    from builder.util.records import write_json
+
+    write_json(ws.state / IN_USE, {"variants": sorted(variant_ids)})
 
 
 def lockfiles(ws: Workspace, named: Path | None = None) -> list[Path]:
