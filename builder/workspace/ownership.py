@@ -31,10 +31,23 @@ from builder.errors import FileSystemError, OwnershipError, PlanError
 from builder.util import writer
 from builder.util.writer import STATE_MARKER, TREE_MARKER
 
-__all__ = ["STATE_MARKER", "STATE_NAMES", "TREE_MARKER", "carry_unlisted", "check_tree",
-           "claim_state", "shared_tree",
-           "install_root", "is_state_folder", "mark_tree", "preflight", "registered_trees",
-           "registry_text", "require_state", "tree_owned"]
+__all__ = [
+    "STATE_MARKER",
+    "STATE_NAMES",
+    "TREE_MARKER",
+    "carry_unlisted",
+    "check_tree",
+    "claim_state",
+    "install_root",
+    "is_state_folder",
+    "mark_tree",
+    "preflight",
+    "registered_trees",
+    "registry_text",
+    "require_state",
+    "shared_tree",
+    "tree_owned",
+]
 
 #: every name builder writes at the top of a state folder
 STATE_NAMES = frozenset({
