@@ -183,3 +183,20 @@ def test_links_in_the_state_folder_are_refused(project: Path, tmp_path: Path, wh
     assert "refusing to touch" in r.err and "symbolic link" in r.err
     assert sorted(p.name for p in user.iterdir()) == ["notes.txt"]
     assert (user / "notes.txt").read_text() == "mine"
+
+
+def test_a_device_named_as_output_is_never_replaced(project: Path, tmp_path: Path,
+                                                    cli: Callable[..., CliResult]) -> None:
+    """As root, ``--output /dev/full`` once became a regular file; a device node of our
+    own stands in for it here."""
+    dev = tmp_path / "full"
+    try:
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("mknod is not permitted here (not root): the device case needs it")
+    assert cli("build", "greet", cwd=project, runner=RecordingRunner()).code == 0
+    for cmd in (["lock", "greet", "--output", str(dev), "--force"],
+                ["report", "-o", str(dev), "--force"]):
+        r = cli(*cmd, cwd=project)
+        assert r.code == REFUSED and "device" in r.err, (cmd, r.out + r.err)
+        assert stat.S_ISCHR(os.lstat(dev).st_mode)
