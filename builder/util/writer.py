@@ -108,10 +108,13 @@ def _no_links_below(root: Path, folder: Path) -> None:
         st = _lstat(cur)
         if st is None:
             return  # made by make_dirs, below
-        if not stat.S_ISDIR(st.st_mode):
-            raise _refuse(cur, f"it is {_kind(st)} where builder keeps a folder; builder "
-                          f"never writes through links or into special files",
-                          "remove it (builder recreates the folder)")
+        if stat.S_ISLNK(st.st_mode):
+            raise _refuse(cur, "it is a symbolic link where builder keeps a folder; "
+                          "builder never writes through links", "remove the link (builder "
+                          "recreates the folder)")
+        if not stat.S_ISDIR(st.st_mode):  # a file in the way: an OS error, exit 8
+            raise NotADirectoryError(errno.ENOTDIR, "a file stands where builder keeps a "
+                                     "folder", str(cur))
 
 
 def _check_place(path: Path, named: bool) -> Path | None:
@@ -134,6 +137,8 @@ def _check_target(path: Path, named: bool, force: bool,
     st = _lstat(path)
     if st is None:
         return
+    if stat.S_ISDIR(st.st_mode):  # named as the user gave it: an OS error, exit 8
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(path))
     if not stat.S_ISREG(st.st_mode):
         raise _refuse(path, f"it is {_kind(st)}; builder writes only regular files and "
                       f"never replaces or writes through anything else",

@@ -21,9 +21,10 @@ __all__ = ["workspace_lock"]
 
 @contextmanager
 def workspace_lock(ws: Workspace, wait: bool = True) -> Iterator[None]:
-    from builder.util.writer import make_dirs, open_lock
+    from builder.util.writer import open_lock
+    from builder.workspace.ownership import claim_state
 
-    make_dirs(ws.state)
+    claim_state(ws.state)  # builder's state folder (made, or refused), before any write
     fd = open_lock(ws.lock_file)  # a link or a FIFO there is refused, never written
     try:
         try:
