@@ -77,7 +77,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             if orphans:
                 print(f"note: stopped {len(orphans)} process(es) that an earlier build "
                       f"killed with SIGKILL had left running", file=sys.stderr)
-        from builder.remote.conan import repair_conan_home
+        from builder.remote.conanhome import repair_conan_home
 
         repaired = repair_conan_home(ws)  # before planning: what it removes is rebuilt
         if repaired:

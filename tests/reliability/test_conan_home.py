@@ -48,7 +48,7 @@ def test_conan_works_again_after_the_repair(tmp_path: Path) -> None:
     conan = shutil.which("conan") or str(Path(sys.executable).parent / "conan")
     if not Path(conan).exists():
         pytest.skip("needs conan (on PATH or next to the interpreter; CI installs it)")
-    from builder.remote.conan import repair_conan_home
+    from builder.remote.conanhome import repair_conan_home
     from builder.workspace.paths import Workspace
 
     ws = Workspace.at(tmp_path / "project")

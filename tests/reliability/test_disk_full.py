@@ -99,7 +99,7 @@ def test_a_full_disk_while_conan_makes_its_home(small_disk: Path, tmp_path: Path
     conan = shutil.which("conan") or str(Path(sys.executable).parent / "conan")
     if not Path(conan).exists():
         pytest.skip("needs conan (on PATH or next to the interpreter; CI installs it)")
-    from builder.remote.conan import conan_home_damage, repair_conan_home
+    from builder.remote.conanhome import conan_home_damage, repair_conan_home
     from builder.workspace.paths import Workspace
 
     ws = Workspace.at(tmp_path / "project", small_disk / "state")
