@@ -152,6 +152,8 @@ def parser() -> argparse.ArgumentParser:
                         "--lockfile FILE` then refuses to build anything that differs.")
     selection(lk)
     lk.add_argument("--output", type=Path, default=Path("builder.workspace.lock"), metavar="FILE")
+    lk.add_argument("--force", action="store_true",
+                    help="replace FILE even if builder did not write it")
 
     b = sub.add_parser("build", help="build recipes", description="Plan, then run the steps "
                        "that are not cached. Inputs unchanged: nothing runs.")
@@ -207,6 +209,8 @@ def parser() -> argparse.ArgumentParser:
     mx.add_argument("--write-workflow", action="store_true",
                     help="write .github/workflows/build.yml (one job per matrix entry, each "
                          "running its nox session)")
+    mx.add_argument("--force", action="store_true",
+                    help="replace the workflow file even if builder did not write it")
 
     rp = sub.add_parser("report", help="an HTML page (or JSON) about the last build",
                         description="Timeline of compile jobs per slot, memory over time "
@@ -216,6 +220,8 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("-o", "--output", type=Path, metavar="FILE",
                     help="where to write the page (default: .builder/report.html)")
     rp.add_argument("--open", action="store_true", help="open it in a browser")
+    rp.add_argument("--force", action="store_true",
+                    help="replace FILE even if builder did not write it")
 
     ca = sub.add_parser("cache", help="disk use of the state folder; prune what no build "
                         "needs", description="`info`: sizes per kind (sources, builds, stage, "

@@ -81,6 +81,11 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             if orphans:
                 print(f"note: stopped {len(orphans)} process(es) that an earlier build "
                       f"killed with SIGKILL had left running", file=sys.stderr)
+        from builder.remote.conanhome import repair_conan_home
+
+        repaired = repair_conan_home(ws)  # before planning: what it removes is rebuilt
+        if repaired:
+            print(f"note: {repaired}", file=sys.stderr)
         unusable: frozenset[str] = frozenset()
         while True:
             plan, named = make_plan(args, ws, plan_all=False, unusable=unusable,
@@ -92,6 +97,9 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                 check(plan, args.lockfile)
             _check_budget(plan, args)
             from builder.workspace.ownership import preflight
+            from builder.workspace.usage import record_in_use
+
+            record_in_use(ws, [v.id for v in plan.variants if v.status != SKIP])
 
             preflight([(s.kind, s.payload.tree) for s in plan.steps
                        if isinstance(s.payload, PublishKernels) and s.status == BUILD],

@@ -120,13 +120,15 @@ def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
         # the workflow leaves out the estimates, so that it depends on the recipes only
         target = ws.root / cimatrix.WORKFLOW_PATH
         text = cimatrix.workflow(cimatrix.ci_matrix(chosen, matrix.CI_PYTHON))
-        old = target.read_text(encoding="utf-8") if target.is_file() else None
+        old = target.read_text(encoding="utf-8") if target.is_file() and \
+            not target.is_symlink() else None
         if old == text:
             print(f"{display_path(target)} is up to date ({m.job_count} jobs)")
             return 0
-        from builder.util.files import atomic_write
+        from builder.util.writer import write_text
 
-        atomic_write(target, text)
+        # the user's own workflow file is never replaced without --force
+        write_text(target, text, named=True, force=args.force, recognise=cimatrix.is_workflow)
         print(f"wrote {display_path(target)}: {m.job_count} jobs (a plain backend × Python "
               f"matrix would have {m.unfactored})")
     elif args.format == "json":
@@ -142,7 +144,10 @@ def cmd_lock(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.workspace.pins import write
 
     plan, _ = make_plan(args, ws, plan_all=False)
-    n = write(plan, args.output)
+    n = write(plan, args.output, force=args.force)
+    from builder.workspace.pins import remember
+
+    remember(ws, args.output)
     print(f"locked {n} variant(s) in {args.output}")
     return 0
 
@@ -153,7 +158,7 @@ def cmd_report(args: argparse.Namespace, ws: Workspace) -> int:
     if args.format == "json":
         print(json.dumps(report.load(ws), indent=1, sort_keys=True))
         return 0
-    path = report.write(ws, args.output)
+    path = report.write(ws, args.output, force=args.force)
     print(f"wrote {display_path(path)}")
     if args.open:
         import webbrowser

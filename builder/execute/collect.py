@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
-import stat
 import zipfile
 from pathlib import Path
 
 from builder.plan.payloads import CollectInstall, PrepareBuild
+from builder.util import writer
 from builder.util.files import atomic_write, replace_dir
 
 __all__ = ["CollectError", "collect", "prepare", "wrapper_script"]
@@ -40,14 +39,12 @@ def wrapper_script(python: str, command: list[str]) -> str:
 
 def prepare(p: PrepareBuild) -> None:
     for folder in p.clean:
-        shutil.rmtree(folder, ignore_errors=True)
-        Path(folder).mkdir(parents=True, exist_ok=True)
+        writer.remove(folder)
+        writer.make_dirs(folder)
     for path, text in p.files:
         atomic_write(Path(path), text)
     for path, real in p.wrappers:
-        atomic_write(Path(path), wrapper_script(p.python, [*p.chain, real]))
-        mode = os.stat(path).st_mode
-        os.chmod(path, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        writer.write_text(path, wrapper_script(p.python, [*p.chain, real]), mode=0o777)
 
 
 def _inside(root: Path, rel: str) -> Path:
@@ -57,20 +54,33 @@ def _inside(root: Path, rel: str) -> Path:
     return target
 
 
+def _contained(src: Path, roots: tuple[Path, ...], written: str) -> Path:
+    """``src`` once its links are followed lies below one of ``roots`` (the source tree,
+    the state folder with the build and stage trees): install.files never copies a file
+    from elsewhere (``../../..``, ``/etc/hostname``, a link pointing out)."""
+    real = src.resolve()
+    if not any(real == r or real.is_relative_to(r) for r in roots):
+        raise CollectError(f"install.files: '{written}' ({real}) lies outside the recipe's "
+                           f"source and build trees; builder copies only from those")
+    return src
+
+
 def _copy(src: Path, dest_dir: Path) -> None:
-    dest_dir.mkdir(parents=True, exist_ok=True)
+    writer.make_dirs(dest_dir)
     if src.is_dir() and not src.is_symlink():
-        shutil.copytree(src, dest_dir / src.name, symlinks=True, dirs_exist_ok=True)
-    else:  # a library's version links stay links
-        shutil.copy2(src, dest_dir / src.name, follow_symlinks=False)
+        writer.copy_tree(src, dest_dir / src.name, dirs_exist_ok=True)
+    elif src.is_symlink():  # a library's version links stay links
+        writer.copy_link(src, dest_dir / src.name)
+    else:
+        writer.copy_file(src, dest_dir / src.name)
 
 
 def _keep_wheel(wheel: Path, keep: Path) -> None:
     """The wheel, atomically, as the one file of ``keep``."""
     tmp = keep.with_name(f".{keep.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    shutil.copy2(wheel, tmp / wheel.name)
+    writer.remove(tmp)
+    writer.make_dirs(tmp)
+    writer.copy_file(wheel, tmp / wheel.name)
     replace_dir(tmp, keep)
 
 
@@ -80,18 +90,23 @@ def _unpack(wheel: Path, stage: Path) -> None:
             name = info.filename
             if name.startswith("/") or ".." in Path(name).parts:
                 raise CollectError(f"{wheel.name}: refusing member {name!r} (leaves the stage)")
-            z.extract(info, stage)
             mode = info.external_attr >> 16
-            if mode & 0o111:  # zipfile drops the executable bits
-                os.chmod(stage / name, (mode & 0o777) | 0o200)
+            if name.endswith("/"):
+                writer.make_dirs(stage / name)
+                continue
+            # zipfile drops the executable bits: keep them
+            writer.write_bytes(stage / name, z.read(info), sync=False,
+                               mode=(mode & 0o777) | 0o600 if mode & 0o111 else 0o666)
 
 
 def collect(p: CollectInstall) -> list[str]:
     """Fill the stage; returns what was collected (for the log)."""
     stage = Path(p.stage)
     if p.clean:
-        shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True, exist_ok=True)
+        writer.remove(stage)
+    writer.make_dirs(stage)
+    state = writer.owned_root(stage)
+    roots = tuple(Path(r).resolve() for r in (p.source, state) if r)
     done: list[str] = []
     if p.wheel_from:
         wheels = sorted(Path(p.wheel_from).glob("*.whl"))
@@ -111,13 +126,13 @@ def collect(p: CollectInstall) -> list[str]:
             if not matches:
                 raise CollectError(f"install.files: '{src}' matches nothing")
             for m in matches:
-                _copy(Path(m), dest)
+                _copy(_contained(Path(m), roots, src), dest)
             done.append(f"{len(matches)} file(s) from {src} → {to or '.'}")
         elif Path(base).is_dir():
-            shutil.copytree(base, dest, symlinks=True, dirs_exist_ok=True)
+            writer.copy_tree(_contained(Path(base), roots, src), dest, dirs_exist_ok=True)
             done.append(f"folder {src} → {to or '.'}")
         elif Path(base).exists():
-            _copy(Path(base), dest)
+            _copy(_contained(Path(base), roots, src), dest)
             done.append(f"{src} → {to or '.'}")
         else:
             raise CollectError(f"install.files: '{src}' does not exist (after the build)")

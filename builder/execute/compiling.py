@@ -15,6 +15,7 @@ from builder.execute.host import StepHost, safe_name
 from builder.plan.model import Step
 from builder.plan.payloads import CompileJobs
 from builder.util.files import atomic_write, remove_orphans
+from builder.util.scratch import private_dir
 
 __all__ = ["build", "compiler_cache_stats", "socket_dir"]
 
@@ -27,12 +28,7 @@ def socket_dir() -> Path:
     temporary folder itself then is, as before."""
     root = Path(tempfile.gettempdir())
     folder = root / f"builder-{os.getuid()}"
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
-    except OSError:
-        return root
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+    if not private_dir(folder):
         return root
     remove_orphans(folder, "builder-", stat.S_ISSOCK)
     return folder

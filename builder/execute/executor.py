@@ -11,7 +11,6 @@ it, so a reader never sees half of one.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -35,8 +34,10 @@ from builder.plan.payloads import (
     WheelBuild,
 )
 from builder.resolve import stepenv
-from builder.util.files import atomic_write, private_tmp
+from builder.util import writer
+from builder.util.files import atomic_write
 from builder.util.runner import Runner
+from builder.util.scratch import private_tmp
 from builder.workspace.paths import Workspace
 
 __all__ = ["DONE_KINDS", "OOM_MARKERS", "PARALLEL_KINDS", "Event", "Executor", "Summary",
@@ -144,7 +145,7 @@ class Executor:
     def commands(self, step: Step) -> None:
         log = self.log_path(step)
         cwd = Path(step.cwd) if step.cwd else self.ws.root
-        cwd.mkdir(parents=True, exist_ok=True)
+        writer.make_dirs(cwd, named=True)  # the step's folder: the recipe names it
         callback = None
         if self.on_line is not None:
             sink = self.on_line
@@ -155,8 +156,8 @@ class Executor:
 
             env = test_env(env)
         base = self.step_env(step, {})
-        Path(base["TMPDIR"]).mkdir(parents=True, exist_ok=True)
-        Path(base["HOME"]).mkdir(parents=True, exist_ok=True)
+        writer.make_dirs(base["TMPDIR"])
+        writer.make_dirs(base["HOME"])
         # a GPU compiler's temporary files (hipcc leaves two <kernel>-XXXXXX folders per
         # compile) go to a folder of the step's own, removed however the step ends
         # (under --sandbox every step has a private one)
@@ -299,19 +300,19 @@ class Executor:
             raise StepFailed(step.id, [], 1, str(log), [],
                              f"cannot build the wheel: {exc}") from None
         note = "" if step.commands else f" — {w.note}"
-        with open(log, "a", encoding="utf-8") as out:
+        with writer.open_stream(log, append=True) as out:
             out.write("".join(f"# {line}\n" for line in said) + f"# wheel: {final}{note}\n")
 
     def _do_stage(self, step: Step) -> None:
         if isinstance(step.payload, CleanStage):
-            shutil.rmtree(step.payload.stage, ignore_errors=True)
+            writer.remove(step.payload.stage)
         self.commands(step)
 
     def _do_kernel(self, step: Step) -> None:
         assert isinstance(step.payload, KernelEntry)
         partial, entry = Path(step.payload.partial), Path(step.payload.entry)
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
+        writer.remove(partial)
+        writer.make_dirs(partial)
         try:
             self.commands(step)
             expected = [partial / Path(o).name for o in step.outputs]
@@ -322,13 +323,13 @@ class Executor:
                                  f"the compiler exited 0 but wrote no {missing[0]}")
             for p in partial.iterdir():  # intermediates (.air) are not cached
                 if p not in expected:
-                    p.unlink()
+                    writer.remove(p)
             if entry.exists():
-                shutil.rmtree(partial)
+                writer.remove(partial)
             else:
-                os.replace(partial, entry)
+                writer.move(partial, entry)
         finally:
-            shutil.rmtree(partial, ignore_errors=True)
+            writer.remove(partial)
 
 def _read_lines(path: Path) -> list[str]:
     try:

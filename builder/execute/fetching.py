@@ -12,6 +12,7 @@ from builder.errors import FetchError, StepFailed
 from builder.execute.host import StepHost
 from builder.plan.model import Step
 from builder.plan.payloads import FetchSource
+from builder.util import writer
 from builder.util.files import replace_dir
 from builder.util.secrets import redact, reveal
 
@@ -26,7 +27,7 @@ def fetch(ex: StepHost, step: Step) -> None:
     dest, partial = Path(src.dest), Path(src.partial)
     if fetch.is_fetched(dest):
         return
-    shutil.rmtree(partial, ignore_errors=True)
+    writer.remove(partial)
     limits = policy.Limits.from_env(os.environ)  # one time and size cap per fetch
     try:
         if src.kind == "path":  # a patched (or excluding) local folder: builder's copy
@@ -39,7 +40,7 @@ def fetch(ex: StepHost, step: Step) -> None:
                                archive, src.sha256, limits)
                 fetch.extract(archive, partial, limits, src.location)
             finally:
-                archive.unlink(missing_ok=True)
+                writer.remove(archive)
             fetch.strip_single_top(partial)
         timeout = int(min(step.timeout or limits.timeout, limits.timeout))
         env = (*step.env, *policy.git_env().items(), *fetch.git_transport_env().items())
@@ -66,13 +67,12 @@ def fetch(ex: StepHost, step: Step) -> None:
         replace_dir(partial, dest)
     except (FetchError, policy.SourcePolicyError) as exc:
         failed_log = ex.log_path(step)
-        failed_log.parent.mkdir(parents=True, exist_ok=True)
-        with open(failed_log, "a", encoding="utf-8") as f:  # the log the error names
+        with writer.open_stream(failed_log, append=True) as f:  # the log the error names
             f.write(redact(f"# fetch failed: {exc}\n"))
         said = redact(str(exc))
         raise StepFailed(step.id, [], 1, str(failed_log), [said], said) from None
     finally:
-        shutil.rmtree(partial, ignore_errors=True)
+        writer.remove(partial)
 
 
 def _copy_path(src: FetchSource, partial: Path) -> None:
@@ -89,7 +89,7 @@ def _copy_path(src: FetchSource, partial: Path) -> None:
             n for n in names if policy.excluded(n if rel == "." else f"{rel}/{n}",
                                                 src.exclude)}
 
-    shutil.copytree(src.location, partial, symlinks=True, ignore=ignore)
+    writer.copy_tree(src.location, partial, ignore=ignore)
 
 
 def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -> str:
@@ -104,7 +104,7 @@ def _checked_commit(ex: StepHost, step: Step, src: FetchSource, partial: Path) -
     if rc != 0 or not is_full_rev(head) or (head != rev and not branch):
         raise FetchError(f"{src.location}: checked out {head!r}, expected {rev}")
     if branch:
-        with open(ex.log_path(step), "a", encoding="utf-8") as log:
+        with writer.open_stream(ex.log_path(step), append=True) as log:
             log.write(f"# {rev} resolved to commit {head}\n")
     return head
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from builder.errors import StepFailed
 from builder.execute.host import StepHost
 from builder.plan.model import Step
 from builder.plan.payloads import PublishInstall, PublishKernels, RecordInputs
+from builder.util import writer
 from builder.util.files import atomic_write, file_list, file_sha256, link_list, replace_dir
 
 __all__ = ["publish_install", "publish_kernels"]
@@ -42,8 +41,10 @@ def publish_kernels(ex: StepHost, step: Step) -> None:
     from builder.workspace import ownership
 
     ownership.check_tree(tree, ownership.registered_trees(ex.ws.state))
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{tree.name}.tmp{os.getpid()}-", dir=root))
+    # the install root is the recipe's: made like any folder (readable by others under
+    # the umask), not as a private temporary folder
+    tmp = writer.make_temp_dir(root, f".{tree.name}.tmp{os.getpid()}-", named=True,
+                               public=True)
     ownership.mark_tree(tmp)
     records = []
     for a in artifacts:
@@ -54,8 +55,7 @@ def publish_kernels(ex: StepHost, step: Step) -> None:
                              f"refusing to publish {a['path']!r}: it is not a path "
                              f"below the install root")
         dest = tmp / inside
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(a["cache"], dest)
+        writer.copy_file(a["cache"], dest, keep_mode=False)
         record = {**{k: v for k, v in a.items() if k != "cache"},
                   "path": inside.as_posix(), "size": dest.stat().st_size,
                   "sha256": file_sha256(dest)}
@@ -70,6 +70,7 @@ def publish_kernels(ex: StepHost, step: Step) -> None:
                           for r in records],
                 "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     atomic_write(tmp / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+    ownership.carry_unlisted(tree, tmp)
     replace_dir(tmp, tree)
     registry_path = ex.ws.kernel_installs
     registry = ownership.registered_trees(ex.ws.state)

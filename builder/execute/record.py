@@ -9,7 +9,6 @@ and updates ``<state>/step-times.json``, the durations later builds use for ETAs
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -100,7 +99,6 @@ class BuildRecorder:
 
 
 def _write(path: Path, data: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    from builder.util.writer import write_text
+
+    write_text(path, json.dumps(data, indent=1, sort_keys=True))

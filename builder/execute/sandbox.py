@@ -31,6 +31,7 @@ from pathlib import Path
 
 from builder.errors import PlanError
 from builder.plan.model import Step, Variant
+from builder.util import writer
 from builder.workspace.paths import Workspace
 
 __all__ = ["NETWORK_KINDS", "Sandbox", "find_bwrap"]
@@ -113,7 +114,7 @@ class Sandbox:
         if broker:
             out.append(os.path.dirname(broker))
         for p in out:
-            Path(p).mkdir(parents=True, exist_ok=True)
+            writer.make_dirs(p)
         return out
 
     def wrap(self, step: Step, argv: tuple[str, ...], env: Mapping[str, str],
@@ -150,7 +151,7 @@ class Sandbox:
         elif home:
             args += ["--tmpfs", home]
         if tmp:
-            Path(tmp).mkdir(parents=True, exist_ok=True)
+            writer.make_dirs(tmp)
             args += ["--bind", tmp, tmp]
         args += ["--chdir", str(cwd), "--", *argv]
         return tuple(args)

@@ -80,6 +80,22 @@ def first_version(text: str, pattern: re.Pattern[str] = _VERSION) -> str:
     return m.group(1) if m else ""
 
 
+def _version(tool: str, exe: str, args: list[str]) -> tuple[int, str]:
+    """Run ``exe args`` for its version, touching no tool's home: conan creates (and
+    migrates) the Conan home it is given, so it gets a throwaway one — never the user's
+    ``~/.conan2``, never builder's project-local home."""
+    if tool == "xmake":  # xmake refuses to run as root unless told it may (as builds are)
+        return capture([exe, *args], env={**os.environ, "XMAKE_ROOT": "y"})
+    if tool == "conan":
+        from builder.util.scratch import private_tmp
+
+        with private_tmp("builder-conan-probe-") as home:
+            if home is None:
+                return 1, "no temporary folder for a throwaway Conan home"
+            return capture([exe, *args], env={**os.environ, "CONAN_HOME": home})
+    return capture([exe, *args])
+
+
 _TOOL_PROBES: dict[str, tuple[list[str], tuple[str, ...]]] = {
     # tool name: (version argv after the executable, candidate executable names);
     # each GPU backend's tool (nvcc, hipcc, xcrun) is added from the backend registry
@@ -153,9 +169,7 @@ def _probe_tool(tool: str, cache: _ProbeCache,
                             ("identity" in hit and stats_match(hit.get("files", ())))):
         return ToolInfo(tool, exe, hit["version"], tuple(hit.get("archs", ())),
                         bool(hit.get("static_runtime", False)), hit.get("identity", ""))
-    # xmake refuses to run as root unless told that it may (builds get the same variable)
-    rc, out = capture([exe, *args], env={**os.environ, "XMAKE_ROOT": "y"}) \
-        if tool == "xmake" else capture([exe, *args])
+    rc, out = _version(tool, exe, args)
     if rc != 0:
         return None
     backend = next((be for be in registry.backends() if be.tool == tool), None)

@@ -33,6 +33,7 @@ from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, fall, relearn
 from builder.memory.policy import Job, Model, build_speed, envelope, released, sped_up
 from builder.memory.wire import HEARTBEAT, QUEUED, message, tell
+from builder.util.scratch import private_dir, remove_socket
 
 __all__ = ["CACHES", "Broker", "BrokerConfig"]
 
@@ -79,8 +80,8 @@ class Broker:
     # -- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.unlink(missing_ok=True)
+        private_dir(self.path.parent)
+        remove_socket(self.path)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.bind(str(self.path))
         s.listen(128)
@@ -109,7 +110,7 @@ class Broker:
             if self._thread is not None:
                 self._thread.join(timeout=5.0)
             sock.close()
-        self.path.unlink(missing_ok=True)
+        remove_socket(self.path)
         self.history.save()
 
     def _accept(self, sock: socket.socket) -> None:

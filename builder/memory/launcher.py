@@ -39,7 +39,7 @@ from builder.memory import jobgroup
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
 from builder.memory.wire import BrokerSilent, Channel, ask
-from builder.util.files import private_tmp, remove_orphans
+from builder.util.scratch import private_tmp, remove_orphans
 
 __all__ = [
     "CURVE_POINTS",

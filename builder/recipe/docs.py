@@ -75,4 +75,7 @@ if __name__ == "__main__":  # python -m builder.recipe.docs docs/recipes.md
     from pathlib import Path
 
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/recipes.md")
-    target.write_text(update(target.read_text(encoding="utf-8")), encoding="utf-8")
+    from builder.util.writer import write_text
+
+    # the file named on the command line, rewritten in place on purpose
+    write_text(target, update(target.read_text(encoding="utf-8")), named=True, force=True)

@@ -223,6 +223,12 @@ def _check_tests(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
 
 def _check_install(data: dict[str, Any], opt_names: set[str], d: Diags) -> None:
     inst = data.get("install") or {}
+    for i, f in enumerate(inst.get("files") or ()):
+        src = f.get("from") if isinstance(f, dict) else None
+        if isinstance(src, str):  # below ${source} or ${build}, never elsewhere
+            rest = re.sub(r"^\$\{(source|build)\}/?", "", src)
+            _check_below(rest, ("install", "files", i, "from"),
+                         "the source and build trees", d)
     if "layout" in inst:
         problem = layout_problem(inst["layout"])
         if problem:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,9 @@ from typing import Any
 from builder.errors import RemoteError
 from builder.plan.model import DOWNLOAD, BuildPlan, Variant
 from builder.plan.payloads import KernelEntry
+from builder.remote.conanhome import ensure_conan_home
 from builder.resolve.download import artifacts_ref, key_query
+from builder.util import writer
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
@@ -90,18 +91,6 @@ class BuilderArtifacts(ConanFile):
 def env_var(remote: str) -> str:
     """The suffix Conan uses for a remote's credential variables."""
     return re.sub(r"[^A-Z0-9]", "_", remote.upper())
-
-
-def ensure_conan_home(ws: Workspace) -> None:
-    """A project-local Conan home with no remotes: builds never reach the network unless
-    a remote is configured on purpose (``builder remote add``)."""
-    from builder.util.files import atomic_write
-
-    home = ws.conan_home
-    if not (home / "remotes.json").exists():
-        atomic_write(home / "remotes.json", json.dumps({"remotes": []}, indent=2))
-    if not (home / "global.conf").exists():
-        atomic_write(home / "global.conf", "core:non_interactive=True\n")
 
 
 def configured(ws: Workspace) -> dict[str, str]:
@@ -188,7 +177,7 @@ def remote_keys(ws: Workspace, conan: str, remote: str, names: Iterable[tuple[st
     out_file = ws.temp_file("remote-list")
     try:
         for name, version in sorted(set(names)):
-            out_file.unlink(missing_ok=True)
+            writer.remove(out_file)
             rc, out = capture([conan, "list", f"{artifacts_ref(name, version)}#*:*", "-r",
                                remote, "--format", "json", "--out-file", str(out_file)],
                               conan_env(ws))
@@ -205,7 +194,7 @@ def remote_keys(ws: Workspace, conan: str, remote: str, names: Iterable[tuple[st
                 raise RemoteError(remote, why, fix)
             keys |= keys_in(listing)
     finally:
-        out_file.unlink(missing_ok=True)
+        writer.remove(out_file)
     return frozenset(keys)
 
 
@@ -239,13 +228,13 @@ def checked(runner: Runner, step_id: str, cwd: Path, env: dict[str, str], log: P
 
 def locate(run: Run, conan: str, ref: str, key: str, out_file: Path) -> Located | None:
     """The local Conan cache's package of ``ref`` with compile key ``key``."""
-    out_file.unlink(missing_ok=True)
+    writer.remove(out_file)
     run([conan, "list", f"{ref}#*:*", "-p", key_query(key), "--format", "json",
          "--out-file", str(out_file)])
     try:
         listing = json.loads(out_file.read_text(encoding="utf-8"))
     finally:
-        out_file.unlink(missing_ok=True)
+        writer.remove(out_file)
     for refs in listing.values():
         for name, data in (refs or {}).items() if isinstance(refs, dict) else ():
             for rrev, rev in (data.get("revisions") or {}).items():
@@ -287,12 +276,12 @@ def copy_tree(src: Path, dst: Path, skip: frozenset[str] = CONAN_META) -> None:
     """Copy ``src`` into a fresh ``dst`` (via a temporary sibling), leaving Conan's
     metadata files out."""
     tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp, symlinks=True,
-                    ignore=lambda d, names: [n for n in names if Path(d) == src and n in skip])
-    shutil.rmtree(dst, ignore_errors=True)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, dst)
+    writer.remove(tmp)
+    writer.make_dirs(dst.parent)
+    writer.copy_tree(src, tmp, ignore=lambda d, names: {n for n in names
+                                                        if Path(d) == src and n in skip})
+    writer.remove(dst)
+    writer.move(tmp, dst)
 
 
 # -- publishing -------------------------------------------------------------------------
@@ -300,21 +289,20 @@ def copy_tree(src: Path, dst: Path, skip: frozenset[str] = CONAN_META) -> None:
 def artifacts_folder(folder: Path, v: Variant, wheels: Sequence[str],
                      kernel_entries: Sequence[str], package: Path | None) -> dict[str, Any]:
     """Assemble the artifacts package's content in ``folder``; returns its manifest."""
-    shutil.rmtree(folder, ignore_errors=True)
-    (folder / "wheels").mkdir(parents=True)
-    (folder / "kernels").mkdir()
+    writer.remove(folder)
+    writer.make_dirs(folder / "wheels")
+    writer.make_dirs(folder / "kernels")
     for w in wheels:  # a variant's wheel folder (its finished wheels only)
-        (folder / "wheels" / Path(w).name).mkdir()
+        writer.make_dirs(folder / "wheels" / Path(w).name)
         for whl in Path(w).glob("*.whl"):
-            shutil.copy2(whl, folder / "wheels" / Path(w).name / whl.name)
+            writer.copy_file(whl, folder / "wheels" / Path(w).name / whl.name)
     for e in kernel_entries:
-        shutil.copytree(e, folder / "kernels" / Path(e).name)
+        writer.copy_tree(e, folder / "kernels" / Path(e).name)
     manifest = {"key": v.compile_key, "variant": v.id, "recipe": v.recipe,
                 "version": v.version,
                 "files": tree_hashes(folder, CONAN_META | {MANIFEST}),
                 "package_files": tree_hashes(package) if package is not None else {}}
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True),
-                                   encoding="utf-8")
+    writer.write_text(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
     return manifest
 
 
@@ -386,10 +374,9 @@ def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Run
                                  f"and run `builder build`), then publish")
         artifacts_folder(work / "content", v, wheels, entries,
                          main.folder if main else None)
-        (work / "recipe").mkdir(parents=True, exist_ok=True)
-        (work / "recipe" / "conanfile.py").write_text(artifacts_conanfile(v.recipe, v.version),
-                                                       encoding="utf-8")
-        (work / "profile").write_text(build_profile(), encoding="utf-8")
+        writer.write_text(work / "recipe" / "conanfile.py",
+                          artifacts_conanfile(v.recipe, v.version))
+        writer.write_text(work / "profile", build_profile())
         run([conan, "export-pkg", str(work / "recipe"), "-pr:a", str(work / "profile"),
              "-o", f"&:builder_key={v.compile_key}",
              "-c", f"user.builder:stage={work / 'content'}",
@@ -404,7 +391,7 @@ def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Run
                 why, fix = explain(remote, "\n".join(failed.tail))
                 raise RemoteError(remote, f"{why} (uploading {ref} of {v.id}; log: {log})",
                                   fix) from None
-        shutil.rmtree(work, ignore_errors=True)
+        writer.remove(work)
         parts = [f"{len(wheels)} wheel(s)"] if wheels else []
         parts += [f"{len(entries)} kernel artifact(s)"] if entries else []
         say(f"  published {v.id} → {remote}" + (f" ({', '.join(parts)})" if parts else ""))

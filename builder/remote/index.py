@@ -130,7 +130,9 @@ def upload(wheels: list[Path], url: str, log: Path, cwd: Path, runner: Any,
 
     if importlib.util.find_spec("twine") is None:
         raise UsageError("publishing to an index needs twine: pip install twine")
-    log.parent.mkdir(parents=True, exist_ok=True)
+    from builder.util.writer import make_dirs
+
+    make_dirs(log.parent)
     limit = timeout()
     run = checked(runner, "publish --index", cwd, {}, log, limit)
     twine_cmd = [sys.executable, "-m", "twine"]

@@ -259,6 +259,10 @@ def _outcome(v: dict[str, Any], data: dict[str, Any]) -> str:
     return words.get(str(v["status"]), str(v["status"]))
 
 
+#: in the head of every page builder writes: what ``report -o`` may replace
+GENERATOR = '<meta name="generator" content="builder report">'
+
+
 def render_html(data: dict[str, Any]) -> str:
     s = data["summary"]
     dur = data["ended"] - data["started"]
@@ -272,7 +276,7 @@ def render_html(data: dict[str, Any]) -> str:
         f"<tr><td>{html.escape(v['id'])}</td><td>{_outcome(v, data)}</td>"
         f"<td>{html.escape(v.get('reason', ''))}</td></tr>" for v in data["variants"])
     status = "failed" if s["failed"] else "succeeded"
-    return f"""<!doctype html><html><head><meta charset="utf-8">
+    return f"""<!doctype html><html><head><meta charset="utf-8">{GENERATOR}
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>builder report</title><style>{CSS}</style></head><body>
 <h1>Build {status} in {dur:.1f} s</h1>
@@ -293,10 +297,19 @@ def render_html(data: dict[str, Any]) -> str:
 """
 
 
-def write(ws: Workspace, output: Path | None) -> Path:
+def is_report(head: bytes) -> bool:
+    """A page builder wrote (its generator tag is in the head): replaced without --force."""
+    return GENERATOR.encode() in head[:4096]
+
+
+def write(ws: Workspace, output: Path | None, force: bool = False) -> Path:
+    """The page, at ``output`` (a file the user named: a link, a FIFO, a device or a file
+    builder did not write is refused; ``force`` replaces the latter) or in the state
+    folder."""
+    from builder.util.writer import write_text
+
     data = load(ws)
     path = output or ws.report_html
-    from builder.util.files import atomic_write
-
-    atomic_write(path, render_html(data))
+    write_text(path, render_html(data), named=output is not None,
+               force=force, recognise=is_report)
     return path

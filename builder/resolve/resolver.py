@@ -27,7 +27,7 @@ from builder.backends.platforms import Platform
 from builder.errors import Diagnostic, UnsupportedError, UsageError
 from builder.host.facts import HostFacts
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step, Variant
-from builder.plan.payloads import FetchSource
+from builder.plan.payloads import FetchSource, PublishKernels
 from builder.recipe.model import BackendSpec, OptionValue, Recipe, option_text
 from builder.recipe.recipeset import RecipeSet
 from builder.recipe.subst import SubstitutionError
@@ -336,6 +336,7 @@ class _Resolution:
         return variant, new_steps
 
     def plan(self) -> BuildPlan:
+        self._one_recipe_per_tree()
         ordered = _ordered(list(self.variants.values()))
         order_index = {v.id: i for i, v in enumerate(ordered)}
         self.steps.sort(key=lambda s: order_index[s.variant])
@@ -349,6 +350,22 @@ class _Resolution:
                               f"{mem_desc}",
                          cpus=host.cpus, memory_budget=budget, jobs=self.jobs,
                          notes=tuple(self.notes + list(self.state.notes)))
+
+
+    def _one_recipe_per_tree(self) -> None:
+        """Two recipes publishing into one kernel tree would replace each other's files
+        on every build (and each would say it is up to date): refused here, naming the
+        ``install.root`` line of both."""
+        from builder.workspace.ownership import shared_tree
+
+        claims = []
+        for s in self.steps:
+            if isinstance(s.payload, PublishKernels):
+                recipe = self.recipes.by_name[self.variants[s.variant].recipe]
+                where = recipe.positions.location(("install", "root")) if \
+                    recipe.positions else recipe.display
+                claims.append((s.payload.tree, recipe.name, str(where)))
+        shared_tree(claims)
 
 
 def branch_notes(recipe: str, steps: Sequence[Step], state: State) -> list[str]:

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from builder.errors import FetchError
 from builder.source.policy import Limits
+from builder.util import writer
 
 __all__ = ["MARKER", "download", "extract", "git_transport_env", "is_fetched", "source_key",
            "strip_single_top", "write_marker"]
@@ -52,7 +53,6 @@ def download(url: str, dest: Path, expected: str, limits: Limits | None = None) 
     full, url = url, redact(url)
     limits = limits or Limits()
     h = hashlib.sha256()
-    dest.parent.mkdir(parents=True, exist_ok=True)
     if not full.startswith(("https://", "http://", "file://")):
         raise FetchError(f"unsupported URL scheme in {url} (use https:// or file://)")
     if url.startswith("file://"):  # /dev/zero or a FIFO would never end
@@ -67,7 +67,7 @@ def download(url: str, dest: Path, expected: str, limits: Limits | None = None) 
     size = 0
     try:
         with urllib.request.urlopen(full, timeout=min(60, limits.timeout)) as resp, \
-                open(dest, "wb") as out:
+                writer.atomic_file(dest) as out:  # appears only once complete
             for chunk in iter(lambda: resp.read(1 << 20), b""):
                 size += len(chunk)
                 if size > limits.max_size:
@@ -80,18 +80,18 @@ def download(url: str, dest: Path, expected: str, limits: Limits | None = None) 
                                      f"if the server is slow")
                 h.update(chunk)
                 out.write(chunk)
-    except (OSError, ValueError) as exc:
-        dest.unlink(missing_ok=True)
-        raise FetchError(f"cannot download {url}: {redact(str(exc))}") from None
-    except FetchError:
-        dest.unlink(missing_ok=True)
-        raise
-    actual = h.hexdigest()
-    if actual != expected:
-        dest.unlink(missing_ok=True)
+            if h.hexdigest() != expected:
+                raise _Mismatch
+    except _Mismatch:
         raise FetchError(f"sha256 mismatch for {url}\n  expected: {expected}\n  actual:   "
-                         f"{actual}\n  nothing was extracted; if the new archive is trusted, "
-                         f"put the actual sha256 in the recipe")
+                         f"{h.hexdigest()}\n  nothing was extracted; if the new archive is "
+                         f"trusted, put the actual sha256 in the recipe") from None
+    except (OSError, ValueError) as exc:
+        raise FetchError(f"cannot download {url}: {redact(str(exc))}") from None
+
+
+class _Mismatch(Exception):
+    """The download's sha256 differs: its temporary file is dropped."""
 
 
 def _check_name(name: str, archive: str) -> PurePosixPath:
@@ -133,7 +133,7 @@ def _extract(archive: Path, dest: Path, limits: Limits, name: str) -> None:
     import tarfile
     import zipfile
 
-    dest.mkdir(parents=True, exist_ok=True)
+    writer.make_dirs(dest)
     deadline = time.monotonic() + limits.timeout
 
     def budget(count: int, total: int) -> None:
@@ -158,16 +158,14 @@ def _extract(archive: Path, dest: Path, limits: Limits, name: str) -> None:
                     raise FetchError(f"{name}: refusing symlink member '{info.filename}'")
                 target = dest / rel
                 if info.is_dir():
-                    target.mkdir(parents=True, exist_ok=True)
+                    writer.make_dirs(target)
                     continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with z.open(info) as src, open(target, "wb") as out:
+                with z.open(info) as src, writer.atomic_file(
+                        target, mode=0o777 if mode & 0o111 else 0o666, sync=False) as out:
                     for chunk in iter(lambda: src.read(1 << 20), b""):  # sizes may lie
                         total += len(chunk)
                         budget(0, total)
                         out.write(chunk)
-                if mode & 0o111:
-                    target.chmod(0o755)
         return
     try:
         tf = tarfile.open(archive)  # noqa: SIM115 - closed below
@@ -195,13 +193,13 @@ def strip_single_top(dest: Path) -> None:
     if len(entries) == 1 and entries[0].is_dir():
         top = entries[0]
         tmp = dest.with_name(dest.name + ".strip")
-        os.replace(top, tmp)
-        dest.rmdir()
-        os.replace(tmp, dest)
+        writer.move(top, tmp)
+        writer.remove_empty_dir(dest)
+        writer.move(tmp, dest)
 
 
 def write_marker(dest: Path, info: dict[str, object]) -> None:
-    (dest / MARKER).write_text(json.dumps(info, indent=2, sort_keys=True), encoding="utf-8")
+    writer.write_text(dest / MARKER, json.dumps(info, indent=2, sort_keys=True))
 
 
 def is_fetched(dest: Path) -> bool:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +27,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from builder.errors import BuilderError
+from builder.util import writer
 
 __all__ = ["Limits", "SourcePolicyError", "check_tree", "excluded", "git_env", "prune",
            "test_env", "tree_size"]
@@ -71,10 +71,7 @@ def prune(root: Path, globs: Sequence[str]) -> list[str]:
             rel = p.relative_to(root).as_posix()
             if excluded(rel, globs):
                 gone.append(rel)
-                if p.is_dir() and not p.is_symlink():
-                    shutil.rmtree(p)
-                else:
-                    p.unlink()
+                writer.remove(p)  # a link is removed, never followed
         dirnames[:] = [d for d in dirnames if (Path(dirpath) / d).is_dir()]
     return gone
 

@@ -94,11 +94,16 @@ def _is_regular(path: Path) -> bool:
 def set_aside(path: Path, problem: str) -> None:
     """Rename a damaged file of builder's next to itself and say so, once per path."""
     aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    from builder.errors import OwnershipError
+    from builder.util.writer import move
+
     try:
-        os.replace(path, aside)
+        move(path, aside)
         where = f"set aside as {aside.name}"
     except OSError as exc:
         where = f"could not be set aside ({exc.strerror}); it is ignored"
+    except OwnershipError:
+        where = "left alone (it is not in a folder builder owns); it is ignored"
     if str(path) not in _reported:
         _reported.add(str(path))
         print(f"note: {path} is damaged ({problem}); {where}, and it is rebuilt",
@@ -224,12 +229,13 @@ def read_digest_cache(path: Path) -> dict[str, tuple[int, int, int, int, str]]:
 def write_json(path: Path, data: Any) -> bool:
     """Write one of builder's files atomically; False when the folder is not writable
     (a cache that cannot be saved is recomputed next time)."""
+    from builder.errors import OwnershipError
     from builder.util.files import atomic_write
 
     try:
         atomic_write(path, json.dumps(data, indent=1, sort_keys=True))
         return True
-    except OSError:
+    except (OSError, OwnershipError):  # a link or a foreign place: refused, not saved
         return False
 
 

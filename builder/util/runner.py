@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from builder.util.writer import open_stream
+
 __all__ = [
     "OWNER_ENV",
     "TAIL_LINES",
@@ -175,7 +177,6 @@ class SubprocessRunner:
             log_path: Path, timeout: float,
             on_line: Callable[[str], None] | None = None,
             base_env: Mapping[str, str] | None = None) -> Result:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         start = time.monotonic()
         from builder.util.secrets import in_argv, redact, reveal  # the one redactor
@@ -183,7 +184,7 @@ class SubprocessRunner:
         leaked = in_argv(argv)
         if leaked:  # ps and /proc/PID/cmdline show every argv to every user
             msg = f"refusing to run {argv[0]}: a secret is in its command line ({leaked})"
-            with open(log_path, "w", encoding="utf-8") as log:
+            with open_stream(log_path) as log:
                 log.write(msg + "\n")
             return Result(126, [msg], 0.0)
         # ${secret:NAME} references become values in the child's environment only: the
@@ -191,7 +192,7 @@ class SubprocessRunner:
         child_changes = {k: reveal(v) for k, v in env_changes.items()}
         child_base = None if base_env is None else {k: reveal(v) for k, v in base_env.items()}
         secrets = {**os.environ, **(child_base or {}), **child_changes}
-        with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+        with open_stream(log_path) as log:  # the one writer: no link followed
             log.write(redact(f"$ {shlex.join(argv)}\n", secrets))
             log.write(f"# cwd: {cwd}\n")
             # a composed environment is logged whole: the log says all the step saw
@@ -321,9 +322,9 @@ class RecordingRunner:
             base_env: Mapping[str, str] | None = None) -> Result:
         self.calls.append(Call(list(argv), str(cwd), dict(env_changes),
                                None if base_env is None else dict(base_env)))
-        log_path.parent.mkdir(parents=True, exist_ok=True)
         joined = shlex.join(argv)
-        log_path.write_text(f"$ {joined}\n(recorded, not run)\n", encoding="utf-8")
+        with open_stream(log_path) as log:
+            log.write(f"$ {joined}\n(recorded, not run)\n")
         for needle, rc in self.fail.items():
             if needle in joined:
                 return Result(rc, [f"recorded failure for {needle!r}"])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
 import zipfile
 from pathlib import Path
@@ -75,14 +74,14 @@ def build_wheel(src: Path, out_dir: Path, name: str, version: str, tag: str,
     record = "".join(f"{rel},{_record_hash(data)},{len(data)}\n" for rel, data, _ in files)
     record += f"{info}/RECORD,,\n"
     files.append((f"{info}/RECORD", record.encode(), 0o644))
-    out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / f"{dist}-{version}-{tag}.whl"
-    tmp = out_dir / f".{final.name}.tmp{os.getpid()}"
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+    from builder.util.writer import atomic_file
+
+    with atomic_file(final, sync=False) as f, \
+            zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as z:
         for rel, data, mode in files:
             zi = zipfile.ZipInfo(rel, date_time=(2020, 1, 1, 0, 0, 0))  # reproducible
             zi.external_attr = ((mode & 0o777) | 0o100000) << 16
             zi.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(zi, data)
-    os.replace(tmp, final)
     return final

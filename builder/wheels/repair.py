@@ -10,15 +10,14 @@ gets ``Requires-Dist: torch==X.Y.*``: whether it does is read from the ELF files
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import struct
 from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import Path
 
 from builder.plan.payloads import WheelBuild
+from builder.util import writer
 from builder.wheels.build import build_wheel
 from builder.wheels.metadata import TORCH_SONAMES, torch_pin
 
@@ -93,8 +92,8 @@ def write_raw(w: WheelBuild) -> tuple[Path, list[str]]:
     """Write the wheel as planned (before repair); returns it and what the log should say."""
     src, folder = Path(w.src), Path(w.out_dir)
     raw_dir = folder / RAW
-    shutil.rmtree(raw_dir, ignore_errors=True)
-    shutil.rmtree(folder / REPAIRED, ignore_errors=True)
+    writer.remove(raw_dir)
+    writer.remove(folder / REPAIRED)
     requires = list(w.requires)
     said = []
     torch = w.torch
@@ -124,11 +123,11 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     dist = w.name.replace("-", "_").lower() + "-"
     for old in folder.glob("*.whl"):
         if old.name.lower().startswith(dist):
-            old.unlink()
+            writer.remove(old)
     final = folder / made[0].name
-    os.replace(made[0], final)
-    shutil.rmtree(folder / RAW, ignore_errors=True)
-    shutil.rmtree(folder / REPAIRED, ignore_errors=True)
+    writer.move(made[0], final)
+    writer.remove(folder / RAW)
+    writer.remove(folder / REPAIRED)
     return final
 
 

@@ -21,8 +21,11 @@ __all__ = ["workspace_lock"]
 
 @contextmanager
 def workspace_lock(ws: Workspace, wait: bool = True) -> Iterator[None]:
-    ws.state.mkdir(parents=True, exist_ok=True)
-    fd = os.open(ws.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    from builder.util.writer import open_lock
+    from builder.workspace.ownership import claim_state
+
+    claim_state(ws.state)  # builder's state folder (made, or refused), before any write
+    fd = open_lock(ws.lock_file)  # a link or a FIFO there is refused, never written
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

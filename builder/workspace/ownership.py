@@ -4,11 +4,12 @@ Two kinds of folders are builder's:
 
 * **the state folder** (``.builder/`` or ``--state-dir``), recognised by the marker file
   ``.builder-state`` that builder writes when it creates the folder (or adopts an empty
-  one, or one whose every entry is a name builder uses — a state folder made before the
-  marker existed).  A folder holding anything else is not a state folder: builder refuses
+  one).  A folder holding anything without the marker — even names builder uses, such as
+  ``build/ install/ logs/`` and an empty ``lock`` — is not a state folder: builder refuses
   to use it before touching anything, so ``--state-dir ~`` cannot lose ``~/install``.
-* **published kernel trees** (``<install.root>/<backend>/``), which builder replaces
-  wholesale on each publish.  A tree is builder's when it holds the marker
+* **published kernel trees** (``<install.root>/<backend>/``), whose files builder
+  replaces on each publish — only those its ``manifest.json`` lists: what a user put into
+  the tree is carried into the new one.  A tree is builder's when it holds the marker
   ``.builder-owned`` (written into every tree before it is renamed into place), or — for
   trees published before the marker — when the state folder's registry
   (``kernel-installs.json``) lists it and its ``manifest.json`` is there.  Anything else
@@ -27,29 +28,35 @@ import stat
 from pathlib import Path
 
 from builder.errors import FileSystemError, OwnershipError, PlanError
+from builder.util import writer
+from builder.util.writer import STATE_MARKER, TREE_MARKER
 
-__all__ = ["STATE_MARKER", "STATE_NAMES", "TREE_MARKER", "check_tree", "claim_state",
-           "install_root", "is_state_folder", "mark_tree", "preflight", "registered_trees",
-           "registry_text", "require_state", "tree_owned"]
+__all__ = [
+    "STATE_MARKER",
+    "STATE_NAMES",
+    "TREE_MARKER",
+    "carry_unlisted",
+    "check_tree",
+    "claim_state",
+    "install_root",
+    "is_state_folder",
+    "mark_tree",
+    "preflight",
+    "registered_trees",
+    "registry_text",
+    "require_state",
+    "shared_tree",
+    "tree_owned",
+]
 
-STATE_MARKER = ".builder-state"
-TREE_MARKER = ".builder-owned"
-_MARK_TEXT = "builder: this folder was created by builder, which may replace or delete it\n"
-
-#: every name builder writes at the top of a state folder (for adopting old ones)
+#: every name builder writes at the top of a state folder
 STATE_NAMES = frozenset({
     "conan", "build", "stage", "install", "kernels", "logs", "host.json", "lock", "sources",
     "wheels", "reports", "memory-history.json", "step-times.json", "last-build.json",
     "kernel-installs.json", "ccache", "sccache", "report.html", "publish", "digests.json",
-    STATE_MARKER})
-_STATE_TEMP = re.compile(r"^\..+\.(tmp|old|prune|damaged)[0-9.-]*(\.json)?$|"
-                         r"^\.(download|publish|remote-list)\.tmp\d+(\.json)?$")
-
-
-def _is_state_name(name: str) -> bool:
-    return name in STATE_NAMES or bool(_STATE_TEMP.match(name)) or \
-        name.startswith(("host.json.", "memory-history.json.", "step-times.json.",
-                         "last-build.json.", "kernel-installs.json.", "digests.json."))
+    "lockfiles.json", "in-use.json", STATE_MARKER})
+#: what a process killed while it made the marker leaves (the writer's temporary file)
+_MARKER_TEMP = re.compile(r"^\.\.builder-state\.tmp\d+$")
 
 
 def is_state_folder(path: Path) -> bool:
@@ -61,8 +68,9 @@ def is_state_folder(path: Path) -> bool:
 
 def claim_state(state: Path) -> None:
     """Make sure ``state`` is builder's state folder before anything is written or
-    deleted in it: create it with its marker, adopt an empty folder or an old state
-    folder, refuse anything else."""
+    deleted in it: create it with its marker, adopt an empty folder (or one holding only
+    what an interrupted claim left), refuse anything else — a folder without the marker
+    is not builder's, whatever names it holds."""
     try:
         st = os.stat(state)
     except FileNotFoundError:
@@ -76,35 +84,20 @@ def claim_state(state: Path) -> None:
     if st is not None and is_state_folder(state):
         return
     try:
-        if st is None:
-            state.mkdir(parents=True)
-        else:
-            names = os.listdir(state)
-            foreign = sorted(n for n in names if not _is_state_name(n))
-            if names and not foreign and not _legacy_state(state):
-                foreign = sorted(names)  # builder's names, but not a folder builder made
+        if st is not None:
+            foreign = sorted(n for n in os.listdir(state) if not _MARKER_TEMP.match(n))
             if foreign:
                 shown = ", ".join(foreign[:3]) + (" …" if len(foreign) > 3 else "")
                 raise OwnershipError(
-                    str(state), f"it is not a builder state folder (it holds {shown}, which "
-                    f"builder did not create); builder never writes into or deletes from a "
-                    f"folder it did not make", "pass --state-dir with a new or empty folder "
-                    "(or the state folder of an earlier build)")
-        _write_marker(state / STATE_MARKER)
+                    str(state), f"it is not a builder state folder (it holds {shown} but "
+                    f"no {STATE_MARKER} marker, so builder did not make it); builder never "
+                    f"writes into or deletes from a folder it did not make",
+                    "pass --state-dir with a new or empty folder (or the state folder of "
+                    "an earlier build)")
+        writer.make_dirs(state, named=True)
+        writer.write_marker(state, STATE_MARKER)
     except OSError as exc:
         raise FileSystemError.of(exc, "cannot create the state folder") from None
-
-
-def _legacy_state(state: Path) -> bool:
-    """A state folder written before the marker: it has the lock file every build takes
-    (holding a pid or nothing) or the host probe cache every command writes."""
-    lock, host = state / "lock", state / "host.json"
-    try:
-        if lock.is_file() and not lock.is_symlink() and lock.stat().st_size <= 20:
-            return lock.read_bytes().strip().isdigit() or lock.stat().st_size == 0
-        return host.is_file() and not host.is_symlink()
-    except OSError:
-        return False
 
 
 def require_state(state: Path) -> None:
@@ -113,15 +106,37 @@ def require_state(state: Path) -> None:
         claim_state(state)
 
 
-def _write_marker(path: Path) -> None:
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    tmp.write_text(_MARK_TEXT, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def mark_tree(folder: Path) -> None:
     """Mark a folder builder is about to rename into place as builder's."""
-    _write_marker(folder / TREE_MARKER)
+    writer.write_marker(folder, TREE_MARKER)
+
+
+def carry_unlisted(tree: Path, new: Path) -> None:
+    """Move what a user put into the published ``tree`` (every entry its manifest does
+    not list) into ``new``, the tree about to replace it: a republish replaces builder's
+    files only.  A user's file where the new tree puts one of builder's is refused,
+    before anything is replaced."""
+    from builder.util.records import read_manifest
+
+    if not tree.is_dir() or tree.is_symlink():
+        return
+    if not (tree / TREE_MARKER).is_file():  # builder's by its registry (check_tree)
+        writer.write_marker(tree, TREE_MARKER)
+    manifest = read_manifest(tree / "manifest.json") or {}
+    listed = {str(f.get("path")) for f in manifest.get("files", ()) if isinstance(f, dict)}
+    listed |= {"manifest.json", TREE_MARKER}
+    theirs = [p for p in sorted(tree.rglob("*")) if (not p.is_dir() or p.is_symlink())
+              and p.relative_to(tree).as_posix() not in listed]
+    clash = [p for p in theirs if os.path.lexists(new / p.relative_to(tree))]
+    if clash:
+        writer.remove(new)
+        raise OwnershipError(str(clash[0]), "the new kernel tree puts one of builder's "
+                             "files there, and this one is not builder's (its manifest "
+                             "does not list it)", "move the file away and build again")
+    for p in theirs:
+        dest = new / p.relative_to(tree)
+        writer.make_dirs(dest.parent)
+        writer.move(p, dest)
 
 
 def registered_trees(state: Path) -> dict[str, str]:
@@ -219,6 +234,19 @@ def preflight(plan_steps: list[tuple[str, str]], state: Path) -> None:
     registry = registered_trees(state)
     for _, tree in plan_steps:
         check_tree(Path(tree), registry)
+
+
+def shared_tree(claims: list[tuple[str, str, str]]) -> None:
+    """Refuse a plan where two recipes publish into one kernel tree.  ``claims``: (tree,
+    recipe, where its install.root is written) per publish step."""
+    first: dict[str, tuple[str, str]] = {}
+    for tree, recipe, where in claims:
+        other = first.setdefault(tree, (recipe, where))
+        if other[0] != recipe:
+            raise PlanError(f"{where}: install.root: recipe {recipe} publishes into {tree}, "
+                            f"and so does recipe {other[0]} ({other[1]}); each would "
+                            f"replace the other's kernels\n  fix: give each recipe its "
+                            f"own install root (install.root, or -o NAME=/abs/path)")
 
 
 def registry_text(registry: dict[str, str]) -> str:

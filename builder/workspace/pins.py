@@ -17,8 +17,10 @@ from typing import Any
 
 from builder.errors import PlanError
 from builder.plan.model import BuildPlan, Variant
+from builder.workspace.paths import Workspace
 
-__all__ = ["VERSION", "check", "differences", "entry", "lock_data", "read", "write"]
+__all__ = ["GENERATOR", "VERSION", "check", "differences", "entry", "is_lockfile", "lock_data",
+           "read", "remember", "remembered", "write"]
 
 VERSION = 1
 
@@ -33,12 +35,42 @@ def lock_data(plan: BuildPlan) -> dict[str, Any]:
             "variants": {v.label: entry(v) for v in plan.variants if v.status != "skip"}}
 
 
-def write(plan: BuildPlan, path: Path) -> int:
-    data = lock_data(plan)
-    from builder.util.files import atomic_write
+#: the first key of every lockfile builder writes: what ``lock --output`` may replace
+GENERATOR = "builder lock"
 
-    atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+def is_lockfile(head: bytes) -> bool:
+    return f'"generator": "{GENERATOR}"'.encode() in head[:200]
+
+
+def write(plan: BuildPlan, path: Path, force: bool = False) -> int:
+    """Write the lockfile the user named: a link, a FIFO, a device or a file builder
+    did not write is refused (``force`` replaces the latter)."""
+    from builder.util.writer import write_text
+
+    data = {"generator": GENERATOR, **lock_data(plan)}
+    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n", named=True,
+               force=force, recognise=is_lockfile)
     return len(data["variants"])
+
+
+def remember(ws: Workspace, path: Path) -> None:
+    """Note a lockfile ``builder lock`` wrote, so that ``cache prune`` keeps its pins."""
+    from builder.util.records import write_json
+
+    paths = [str(p) for p in remembered(ws)]
+    if str(path.resolve()) not in paths:
+        write_json(ws.state / "lockfiles.json", {"lockfiles": [*paths, str(path.resolve())]})
+
+
+def remembered(ws: Workspace) -> list[Path]:
+    from builder.util.records import read_json
+
+    try:
+        data = read_json(ws.state / "lockfiles.json")
+        return [Path(p) for p in data.get("lockfiles", []) if isinstance(p, str)]
+    except (OSError, ValueError, AttributeError):
+        return []
 
 
 def read(path: Path) -> dict[str, Any]:

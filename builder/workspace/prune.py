@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
+from builder.util import writer
 from builder.workspace.paths import Workspace
 from builder.workspace.usage import Entry, scan
 
@@ -143,15 +143,12 @@ def remove(entry: Entry) -> None:
     p = Path(entry.path)
     aside = p.with_name(f".{p.name.lstrip('.')}.prune{os.getpid()}")
     try:
-        os.replace(p, aside)
+        writer.move(p, aside)
     except FileNotFoundError:
         return
     except OSError:
         aside = p
-    if aside.is_dir() and not aside.is_symlink():
-        shutil.rmtree(aside, ignore_errors=True)
-    else:
-        aside.unlink(missing_ok=True)
+    writer.remove(aside)
 
 
 def prune(ws: Workspace, *, lockfile: Path | None = None, max_size: int | None = None,
@@ -185,7 +182,7 @@ def _forget_removed_installs(ws: Workspace, removed: list[Entry]) -> None:
         parent = Path(e.path).parent
         if parent.parent in (ws.installs, ws.builds, ws.stages, ws.wheels):
             with contextlib.suppress(OSError):  # not empty: other variants are there
-                parent.rmdir()
+                writer.remove_empty_dir(parent)
 
 
 def format_prune(result: dict[str, Any]) -> str:

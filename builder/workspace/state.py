@@ -138,8 +138,9 @@ def project_units(name: str, root: Path, cmake: bool = True
 def mark_done(ws: Workspace, inputs_hash: str) -> None:
     """Record that the step with ``inputs_hash`` (a test, a wheel) succeeded."""
     if inputs_hash and all(c in "0123456789abcdef" for c in inputs_hash):
-        ws.done.mkdir(parents=True, exist_ok=True)
-        (ws.done / inputs_hash).touch()
+        from builder.util.writer import write_bytes
+
+        write_bytes(ws.done / inputs_hash, b"", sync=False)
 
 
 def _done(ws: Workspace, published: set[str]) -> frozenset[str]:

@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from builder.plan.model import variant_label
+from builder.util.writer import TREE_MARKER
 from builder.workspace.paths import Workspace
 
-__all__ = ["Entry", "scan", "tree_usage"]
+__all__ = ["IN_USE", "Entry", "lockfiles", "record_in_use", "scan", "tree_usage"]
 
 _TEMP = re.compile(r"(\.(tmp|old|prune)(\d+))$|\.(partial|download|strip)$")
 _VDIR_KEY = re.compile(r"-[0-9a-f]{12}$")
@@ -133,15 +134,16 @@ def _complete(folder: Path, manifest: dict[str, Any]) -> bool:
 # -- scanning -----------------------------------------------------------------------------
 
 class _Scan:
-    def __init__(self, ws: Workspace, lockfile: Path | None) -> None:
+    def __init__(self, ws: Workspace, lockfiles: list[Path]) -> None:
         self.ws = ws
         self.entries: list[Entry] = []
-        self.locked = self._read_lockfile(lockfile)
+        self.locks = [self._read_lockfile(p) for p in lockfiles]
+        self.locked: dict[str, Any] = {k: v for lock in self.locks for k, v in lock.items()}
+        last = _read_json(ws.state / IN_USE) or {}
+        self.last_used = {str(v) for v in last.get("variants", ())}
 
     @staticmethod
-    def _read_lockfile(path: Path | None) -> dict[str, Any]:
-        if path is None:
-            return {}
+    def _read_lockfile(path: Path) -> dict[str, Any]:
         from builder.workspace.pins import read
 
         variants = read(path).get("variants", {})
@@ -160,7 +162,11 @@ class _Scan:
         self.add("temporary", path, recipe, keep)
 
     def _lock_matches(self, manifest: dict[str, Any]) -> bool:
-        want = self.locked.get(_label_of(manifest))
+        return any(self._matches(lock.get(_label_of(manifest)), manifest)
+                   for lock in self.locks)
+
+    @staticmethod
+    def _matches(want: Any, manifest: dict[str, Any]) -> bool:
         if not isinstance(want, dict):
             return False
         return (want.get("version") == manifest.get("version") and
@@ -221,6 +227,8 @@ class _Scan:
         for e, manifest in found:
             if newest[e.label] is e:
                 e.keep = f"newest complete install of {e.label}"
+            elif f"{e.recipe}/{Path(e.path).name}" in self.last_used:
+                e.keep = "used by the last build"
             elif self._lock_matches(manifest):
                 e.keep = "pinned by the lockfile"
             else:
@@ -296,7 +304,10 @@ class _Scan:
         for root in sorted(roots):
             for p in sorted(root.iterdir()) if root.is_dir() else []:
                 if p.name.startswith(".") and _TEMP.search(p.name):
-                    self.temp(p)
+                    if (p / TREE_MARKER).is_file():  # a killed publish's, marked first
+                        self.temp(p)
+                    else:  # in the user's install root and not builder's: left alone
+                        self.add("other", p, keep=f"not builder's (no {TREE_MARKER})")
         cache = self.ws.kernel_cache
         for p in sorted(cache.iterdir()) if cache.is_dir() else []:
             if _TEMP.search(p.name):
@@ -395,8 +406,35 @@ class _Scan:
                     e.keep = "from the last build"
 
 
+#: the variants the last ``builder build`` asked for, built or already up to date
+IN_USE = "in-use.json"
+
+
+def record_in_use(ws: Workspace, variant_ids: list[str]) -> None:
+    """Note the variants a build uses — also when all are up to date and nothing runs —
+    so that ``cache prune`` keeps their installs after another option value was tried."""
+    from builder.util.records import write_json
+
+    write_json(ws.state / IN_USE, {"variants": sorted(variant_ids)})
+
+
+def lockfiles(ws: Workspace, named: Path | None = None) -> list[Path]:
+    """The lockfiles whose pins ``prune`` keeps: the one named (``--lockfile``), else
+    every lockfile ``builder lock`` wrote for this state folder (remembered in
+    ``lockfiles.json``) and the project's ``builder.lock`` and ``builder.workspace.lock``
+    — those that still exist."""
+    if named is not None:
+        return [named]
+    from builder.workspace.pins import remembered
+
+    found: list[Path] = []
+    for p in (ws.root / "builder.lock", ws.root / "builder.workspace.lock",
+              *remembered(ws)):
+        if p.is_file() and p.resolve() not in {q.resolve() for q in found}:
+            found.append(p)
+    return found
+
+
 def scan(ws: Workspace, lockfile: Path | None = None) -> list[Entry]:
     """Every item of the state folder (and the published kernel trees it knows of)."""
-    if lockfile is None and (ws.root / "builder.workspace.lock").is_file():
-        lockfile = ws.root / "builder.workspace.lock"
-    return _Scan(ws, lockfile).run()
+    return _Scan(ws, lockfiles(ws, lockfile)).run()

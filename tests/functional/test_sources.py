@@ -114,6 +114,7 @@ def test_url_source_verified_and_extracted(project: Path, tmp_path: Path, cli) -
                                            ("/abs/evil.txt", "outside the source folder")])
 def test_unsafe_archive_members_are_refused(tmp_path: Path, name: str, why: str) -> None:
     archive = _tarball(tmp_path, {"ok.txt": b"fine", name: b"evil"})
+    (tmp_path / ".builder-state").write_text("")  # builder's folder (the writer)
     with pytest.raises(FetchError, match=why) as e:
         extract(archive, tmp_path / "out")
     assert name in str(e.value)
@@ -126,5 +127,6 @@ def test_links_out_of_the_tree_are_refused(tmp_path: Path) -> None:
         info.type = tarfile.SYMTYPE
         info.linkname = "../../etc/passwd"
         tf.addfile(info)
+    (tmp_path / ".builder-state").write_text("")  # builder's folder (the writer)
     with pytest.raises(FetchError, match="refusing link 'link'"):
         extract(path, tmp_path / "out")

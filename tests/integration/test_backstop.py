@@ -19,6 +19,13 @@ from builder.memory import cgroup
 from builder.memory.broker import Broker, BrokerConfig
 from tests.conftest import REPO
 
+
+@pytest.fixture(autouse=True)
+def _owned(tmp_path: Path) -> None:
+    """The broker saves its history through builder's writer, which writes only into
+    folders builder owns: here, the test's folder."""
+    (tmp_path / ".builder-state").write_text("")
+
 MiB = 2**20
 
 GROW = """\

@@ -18,6 +18,13 @@ from builder.memory.jobs import JobRecord, Learned, Live
 from builder.memory.policy import Job
 from tests.conftest import REPO
 
+
+@pytest.fixture(autouse=True)
+def _owned(tmp_path: Path) -> None:
+    """The broker saves its history through builder's writer, which writes only into
+    folders builder owns: here, the test's folder."""
+    (tmp_path / ".builder-state").write_text("")
+
 FAKE_CC = """\
 import sys, time
 args = sys.argv[1:]

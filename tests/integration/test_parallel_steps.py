@@ -68,7 +68,10 @@ def kernel_plan(project: Path, home: Path, jobs: int = 2) -> BuildPlan:
 
 def run(plan: BuildPlan, project: Path, runner: SlowRunner, keep_going: bool = False
         ) -> tuple[object, list[Event]]:
+    from builder.workspace.ownership import claim_state
+
     events: list[Event] = []
+    claim_state(Workspace.at(project).state)  # as the command line does before a build
     ex = Executor(plan, Workspace.at(project), runner, on_event=events.append,
                   keep_going=keep_going)
     return ex.run(), events

@@ -164,21 +164,36 @@ def test_a_state_dir_that_is_a_file_is_refused(project: Path, tmp_path: Path,
         assert r.code == REFUSED and "not a folder" in r.err and f.read_text() == "mine"
 
 
-def test_new_empty_and_old_state_folders_are_used(project: Path, tmp_path: Path,
-                                                  cli: Callable[..., CliResult]) -> None:
+def test_new_and_empty_state_folders_are_used(project: Path, tmp_path: Path,
+                                              cli: Callable[..., CliResult]) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    old = tmp_path / "old"
-    (old / "install").mkdir(parents=True)
-    (old / "lock").write_text("12345")
-    (old / "host.json").write_text("{}")
-    for state in (tmp_path / "new" / "deep", empty, old):
+    for state in (tmp_path / "new" / "deep", empty):
         r = cli("--state-dir", str(state), "build", "greet", cwd=project,
                 runner=RecordingRunner())
         assert r.code == 0, r.out + r.err
         assert (state / STATE_MARKER).is_file()
         r = cli("--state-dir", str(state), "cache", "prune", cwd=project)
         assert r.code == 0, r.out + r.err
+
+
+@pytest.mark.parametrize("command", [["cache", "prune"], ["build", "greet"]])
+def test_a_folder_with_builders_names_but_no_marker_is_refused(
+        project: Path, tmp_path: Path, command: list[str],
+        cli: Callable[..., CliResult]) -> None:
+    """``build/ install/ logs/`` and an empty ``lock`` look like a state folder; without
+    builder's marker they are a user's, and nothing in them is touched."""
+    folder = tmp_path / "mine"
+    for name in ("build", "install", "logs"):
+        (folder / name / "x").mkdir(parents=True)
+        (folder / name / "x" / "mine.txt").write_text(name)
+    (folder / "lock").write_text("")
+    (folder / "host.json").write_text("{}")
+    before = tree_files(folder)
+    r = cli("--state-dir", str(folder), *command, cwd=project, runner=RecordingRunner())
+    assert r.code == REFUSED, r.out + r.err
+    assert "no .builder-state marker" in r.err
+    assert tree_files(folder) == before
 
 
 def test_prune_of_a_real_state_folder_keeps_foreign_files_out(project: Path, tmp_path: Path,
@@ -222,3 +237,50 @@ def test_a_tree_published_before_markers_is_adopted_only_when_intact(tmp_path: P
     ptx.write_text(".version 9.1\n")  # same size, other content: not what builder wrote
     with pytest.raises(OwnershipError):
         check_tree(tree, {})
+
+
+def test_a_users_file_in_a_published_tree_survives_a_republish(
+        kern: Path, tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """Publishing replaces only what the tree's manifest lists."""
+    root, state = tmp_path / "k", tmp_path / "state"
+    assert build(cli, kern, state, "-o", f"root={root}").code == 0
+    (root / "cuda" / "README.txt").write_text("my notes")
+    (root / "cuda" / "scale" / "mine.cu").write_text("// my kernel")
+    (kern / "sources" / "kern" / "scale.cu").write_text("// changed\n")
+    r = build(cli, kern, state, "-o", f"root={root}")
+    assert r.code == 0, r.out + r.err
+    assert (root / "cuda" / "README.txt").read_text() == "my notes"
+    assert (root / "cuda" / "scale" / "mine.cu").read_text() == "// my kernel"
+    listed = {f["path"] for f in json.loads((root / "cuda" / "manifest.json").read_text())[
+        "files"]}
+    assert "README.txt" not in listed and "scale/mine.cu" not in listed
+    assert sorted(p.name for p in root.iterdir()) == ["cuda"]  # no temporary left
+
+
+def test_a_published_tree_is_readable_by_others(kern: Path, tmp_path: Path,
+                                                cli: Callable[..., CliResult]) -> None:
+    root = tmp_path / "k"
+    old = os.umask(0o022)
+    try:
+        assert build(cli, kern, tmp_path / "state", "-o", f"root={root}").code == 0
+    finally:
+        os.umask(old)
+    tree = root / "cuda"
+    assert tree.stat().st_mode & 0o777 == 0o755
+    for p in tree.rglob("*"):
+        assert p.stat().st_mode & 0o055 == 0o044 if p.is_file() else \
+            p.stat().st_mode & 0o777 == 0o755, p
+
+
+def test_two_recipes_may_not_share_an_install_root(kern: Path, tmp_path: Path,
+                                                   cli: Callable[..., CliResult]) -> None:
+    text = (kern / "recipes" / "kern.yaml").read_text()
+    (kern / "recipes" / "kern2.yaml").write_text(text.replace("name: kern", "name: kern2"))
+    root = tmp_path / "shared"
+    for command in (["plan"], ["build"]):
+        r = cli("--state-dir", str(tmp_path / "state"), *command, "kern", "kern2",
+                "--backend", "cuda", "-o", f"root={root}", cwd=kern, runner=WritingRunner())
+        assert r.code != 0, r.out + r.err
+        assert "kern.yaml:" in r.err and "kern2.yaml:" in r.err, r.err
+        assert str(root / "cuda") in r.err
+    assert not root.exists()

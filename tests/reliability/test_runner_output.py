@@ -17,6 +17,7 @@ from builder.util.runner import OUTPUT_GRACE, SubprocessRunner
 def test_a_background_process_holding_the_output_does_not_hold_the_step(
         tmp_path: Path) -> None:
     log = tmp_path / "step.log"
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     t0 = time.monotonic()
     res = SubprocessRunner().run(
         ["bash", "-c", "(sleep 16; echo late) & echo started; echo done"], cwd=tmp_path,
@@ -38,6 +39,7 @@ def test_all_output_is_kept_when_the_command_exits_at_once(tmp_path: Path) -> No
     # written faster than it is read, the command gone before the reader catches up
     code = "import sys\nfor i in range(20000): print(f'line {i}')\nsys.exit(3)\n"
     log = tmp_path / "step.log"
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     lines: list[str] = []
     res = SubprocessRunner().run([sys.executable, "-c", code], cwd=tmp_path, env_changes={},
                                  log_path=log, timeout=120, on_line=lines.append)
@@ -64,6 +66,7 @@ def test_a_failing_live_display_neither_stops_nor_loses_the_output(
             raise error
 
     log = tmp_path / "step.log"
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     t0 = time.monotonic()
     res = SubprocessRunner().run([sys.executable, "-c", code], cwd=tmp_path, env_changes={},
                                  log_path=log, timeout=30, on_line=display)

@@ -55,6 +55,7 @@ def test_remote_urls_with_credentials_are_refused(project: Path, tmp_path: Path,
 def test_a_child_printing_a_credential_is_masked_in_its_log(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONAN_PASSWORD_TEAM", SECRET)
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     log = tmp_path / "step.log"
     res = SubprocessRunner().run(["sh", "-c", 'echo "pw=$CONAN_PASSWORD_TEAM $X"'],
                                  cwd=tmp_path, env_changes={"MY_TOKEN": "tok-123456"},

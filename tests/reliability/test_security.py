@@ -118,6 +118,7 @@ def test_option_values_stay_single_argv_elements(project: Path) -> None:
 
 
 def test_the_runner_never_uses_a_shell(tmp_path: Path) -> None:
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     res = SubprocessRunner().run(["/bin/echo", EVIL], cwd=tmp_path, env_changes={},
                                  log_path=tmp_path / "log", timeout=30)
     assert res.returncode == 0

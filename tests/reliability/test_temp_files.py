@@ -83,7 +83,8 @@ def test_a_kernel_steps_temporary_files_are_removed(tmp_path: Path, fails: bool)
     from builder.workspace.paths import Workspace
 
     project = tmp_path / "project"
-    project.mkdir()
+    (project / ".builder").mkdir(parents=True)
+    (project / ".builder" / ".builder-state").write_text("")  # the state folder: builder's
     where = tmp_path / "where.txt"
     leave = ("import os, sys, tempfile\n"
              "d = tempfile.mkdtemp(prefix='rms_norm-')\n"

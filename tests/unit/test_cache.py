@@ -81,6 +81,7 @@ def ws(tmp_path: Path) -> Workspace:
     folder(s / "kernels" / ("2" * 20), 60)
     folder(s / "kernels" / (("3" * 20) + ".partial"), 1)
     folder(root / f".cuda.tmp{DEAD_PID}", 1)
+    (root / f".cuda.tmp{DEAD_PID}" / ".builder-owned").write_text("builder\n")  # publish's
     # sources: one used by a kept build folder's CMakeCache, one not
     for key in ("a" * 20, "b" * 20):
         folder(s / "sources" / key, 30)

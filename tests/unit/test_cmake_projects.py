@@ -231,7 +231,9 @@ def test_history_names_a_compile_by_what_determines_it_not_where_it_is(tmp_path:
 def test_the_plan_finds_the_history_of_a_moved_project(modern: Path, tmp_path: Path) -> None:
     from builder.memory.history import History
     from builder.plan.payloads import CompileJobs
+    from builder.workspace.ownership import claim_state
 
+    claim_state(Workspace.at(modern).state)  # as the command line does first
     hist = History(Workspace.at(modern).memory_history)
     hist.record("k1", "modern:tests/main.cpp", 700 * 2**20, 5.0, cpu=4.0)
     hist.save()

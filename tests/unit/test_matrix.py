@@ -202,6 +202,7 @@ def test_fixture_project_matrix_notes_the_default(fixture_recipes: list[Recipe])
 
 
 def test_estimate_from_build_history(tmp_path: Path, repo_recipes: list[Recipe]) -> None:
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     r = by_name(repo_recipes)
     src = cimatrix.source_roots(r["llaisys"], tmp_path)
     assert src == (r["llaisys"].sources[0].location,)

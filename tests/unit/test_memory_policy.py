@@ -586,6 +586,7 @@ def test_the_time_model_plans_with_the_mean_of_the_last_cpu_times(tmp_path: Path
     that restarts its count (after an OOM kill) restarts them; a record of an older builder
     (``cpu`` alone) still plans with it."""
     path = tmp_path / "h.json"
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     h = History(path)
     for cpu in (30.0, 20.0, 22.0, 18.0):
         h.record("k", "a.cpp", GiB, cpu + 1, cpu=cpu)

@@ -159,6 +159,7 @@ def test_wrapper_runs_the_launcher(tmp_path: Path) -> None:
 
     from builder.execute.collect import prepare
 
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     w = tmp_path / "bin" / "cc"
     prepare(payloads.PrepareBuild(clean=(str(tmp_path / "dist"),), files=(),
                                   wrappers=((str(w), "/bin/echo"),), python=sys.executable))

@@ -67,6 +67,7 @@ def test_the_terminal_stream_redacts_every_write() -> None:
 def test_the_runner_reveals_references_in_the_environment_and_refuses_argv(
         tmp_path: Path) -> None:
     ref = secrets.remember("unit/env", "env-secret-42")
+    (tmp_path / ".builder-owned").write_text("builder\n")  # the writer's marker
     log = tmp_path / "step.log"
     res = SubprocessRunner().run(["sh", "-c", 'echo "got $V"'],
                                  cwd=tmp_path, env_changes={"V": ref}, log_path=log,

@@ -37,6 +37,7 @@ def _record(ws: Workspace) -> None:
 
 
 def test_report_draws_every_job_and_the_budget(tmp_path: Path) -> None:
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     ws = Workspace.at(tmp_path)
     _record(ws)
     page = report.write(ws, None).read_text()

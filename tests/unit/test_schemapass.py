@@ -28,6 +28,7 @@ def project(tmp_path: Path, text: str = GOOD) -> Path:
     (tmp_path / "src").mkdir(exist_ok=True)
     (tmp_path / "recipes").mkdir(exist_ok=True)
     (tmp_path / ".builder").mkdir(exist_ok=True)
+    (tmp_path / ".builder" / ".builder-state").write_text("")  # builder's (the writer)
     (tmp_path / "recipes" / "demo.yaml").write_text(text)
     return tmp_path / ".builder" / "schema-passes.json"
 

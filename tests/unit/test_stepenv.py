@@ -69,6 +69,7 @@ def test_the_runner_starts_a_step_with_exactly_the_composed_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CXXFLAGS", "-DLOUD")
     code = "import os, json; print(json.dumps(dict(os.environ)))"
+    (tmp_path / ".builder-owned").write_text("builder\n")  # the writer's marker
     log = tmp_path / "step.log"
     res = SubprocessRunner(owner="/w").run([sys.executable, "-c", code], cwd=tmp_path,
                                            env_changes={"A": "1"}, log_path=log,

@@ -17,6 +17,7 @@ def test_tags() -> None:
 
 
 def test_wheel_installs_and_imports(tmp_path: Path) -> None:
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
     src = tmp_path / "python"
     (src / "demo_pkg").mkdir(parents=True)
     (src / "demo_pkg" / "__init__.py").write_text("VALUE = 42\n")
