@@ -292,6 +292,10 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
     if args.index:
         return _publish_index(args, ws)
     name = args.remote
+    if name:
+        from builder.remote.names import check_remote_name
+
+        check_remote_name(name, "--remote")
     if not name:
         raise UsageError("publish needs a remote: --remote NAME (or $BUILDER_REMOTE; see "
                          "`builder remote list`)")
@@ -327,6 +331,12 @@ def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.remote import conan as remote
     from builder.util.runner import capture
 
+    from builder.remote.names import check_remote_name, check_remote_url
+
+    if args.remote_command in ("add", "remove"):  # before Conan (or its home) is touched
+        check_remote_name(args.name)
+    if args.remote_command == "add":
+        check_remote_url(args.url)
     remote.ensure_conan_home(ws)
     env = {**os.environ, "CONAN_HOME": str(ws.conan_home)}
     if args.remote_command == "list":

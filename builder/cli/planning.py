@@ -74,6 +74,12 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
         if not ov.recipe and ov.name not in known:
             raise UsageError(f"-o {ov.name}: no selected recipe has an option '{ov.name}' "
                              f"(options: {', '.join(sorted(known)) or 'none'})")
+    from builder.remote.names import check_remote_name
+
+    for flag, name in (("--remote", getattr(args, "remote", "")),
+                       ("--conan-remote", args.conan_remote)):
+        if name:  # it becomes an argument of conan: never an option, never empty
+            check_remote_name(name, flag)
     pythons = tuple(args.python)
     if "all" in pythons or (plan_all and not pythons):
         pythons = ("all",)

@@ -189,3 +189,29 @@ def test_a_build_where_everything_is_skipped_is_an_error(project: Path, tmp_path
     r = cli("--state-dir", str(tmp_path / "s"), "build", "greetx", "-b", "macos",
             "--skip-unsupported", cwd=project, runner=runner)
     assert r.code == 4 and "macos" in r.err, r.out + r.err
+
+
+@pytest.mark.parametrize("argv", [["--", "x", "--"], ["", ""], ["a b", "https://h.example"],
+                                  ["--", "--help", "https://h.example"],
+                                  ["--", "-r", "https://h.example"], ["x\n", "https://h"],
+                                  ["x", "ftp://h.example"], ["x", "h.example"],
+                                  ["x", "https://"], ["x", "http://h:port"],
+                                  ["x", "https://h/a b"], ["x", ""]])
+def test_a_bad_remote_is_refused_before_conan(project: Path, tmp_path: Path,
+                                              argv: list[str],
+                                              cli: Callable[..., CliResult]) -> None:
+    """Names that Conan would read as options, empty or spaced names, non-http URLs: a
+    usage error naming what a remote may be; Conan and its home are never touched."""
+    state = tmp_path / "s"
+    r = cli("--state-dir", str(state), "remote", "add", *argv, cwd=project)
+    assert r.code == 2 and "remote" in r.err.lower() and "Traceback" not in r.err, r.err
+    assert not (state / "conan").exists() and r.out == ""
+
+
+@pytest.mark.parametrize("flag", ["--remote", "--conan-remote"])
+def test_a_remote_flag_that_reads_as_an_option_is_refused(project: Path, tmp_path: Path,
+                                                          flag: str,
+                                                          cli: Callable[..., CliResult]
+                                                          ) -> None:
+    r = run(cli, project, tmp_path / "s", "plan", "greet", f"{flag}=--help")
+    assert r.code == 2 and flag in r.err, r.err
