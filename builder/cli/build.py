@@ -329,9 +329,8 @@ def _publish_index(args: argparse.Namespace, ws: Workspace) -> int:
 
 def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.remote import conan as remote
-    from builder.util.runner import capture
-
     from builder.remote.names import check_remote_name, check_remote_url
+    from builder.util.runner import capture
 
     if args.remote_command in ("add", "remove"):  # before Conan (or its home) is touched
         check_remote_name(args.name)
