@@ -39,7 +39,8 @@ from builder.util.shapes import (
 )
 
 __all__ = ["MAX_RECORD_BYTES", "T", "own", "parse_digest_cache", "parse_history",
-           "parse_host_cache", "parse_jobs_report", "parse_kernel_installs", "parse_last_build",
+           "parse_history_record", "parse_host_cache", "parse_jobs_report",
+           "parse_kernel_installs", "parse_last_build",
            "parse_lockfile", "parse_manifest", "parse_step_times", "read_digest_cache",
            "read_history", "read_host_cache", "read_jobs_report", "read_json",
            "read_kernel_installs", "read_last_build", "read_lockfile", "read_manifest",
@@ -290,27 +291,73 @@ def read_host_cache(path: Path) -> dict[str, Any]:
 
 # memory-history.json: measured compiles
 
-def parse_history(data: Any) -> dict[str, dict[str, Any]]:
+#: the most points a memory curve may have (``launcher.curve_of`` writes a few dozen)
+_CURVE_MAX = 1000
+#: the largest peak a compile can have measured (1 PiB): more is a damaged record
+_PEAK_MAX = 2**50
+
+
+def _shares(v: Any, where: str) -> list[float]:
+    """A memory curve: shares of the peak, each in [0, 1]."""
+    points = list_of(v, where)
+    if len(points) > _CURVE_MAX:
+        raise ShapeError(where, f"{len(points)} points (at most {_CURVE_MAX})")
+    return [number(x, f"{where}[{i}]", 0.0, 1.0) for i, x in enumerate(points)]
+
+
+def parse_history_record(rec: Any, where: str) -> dict[str, Any]:
+    """One measured compile, checked against what builder writes: a file name, a peak
+    of 0 … 1 PiB, non-negative times and counts, curves of shares in [0, 1] (what the
+    estimates and the admission policy index and divide by)."""
+    # null stands for a field not written: left out, so that ``rec.get(f, default)`` holds
+    r = {k: v for k, v in obj(rec, where).items() if v is not None}
+    if not get(r, "file", string, where):
+        raise ShapeError(f"{where}.file", "empty")
+    get(r, "peak", lambda x, w: integer(x, w, 0, _PEAK_MAX), where)
+    for f in ("seconds", "cpu", "when"):
+        _opt(r, f, number, where)
+    _opt(r, "runs", lambda x, w: integer(x, w, 1), where)
+    _opt(r, "prev_peak", lambda x, w: integer(x, w, 0, _PEAK_MAX), where)
+    _opt(r, "oom", boolean, where)
+    _opt(r, "curve", _shares, where)
+    _opt(r, "prev_curve", _shares, where)
+    _opt(r, "cpus", lambda x, w: [number(c, f"{w}[{i}]") for i, c in
+                                  enumerate(list_of(x, w))], where)
+    return r
+
+
+def parse_history(data: Any, dropped: list[str] | None = None
+                  ) -> dict[str, dict[str, Any]]:
+    """The measured compiles; a record that fails :func:`parse_history_record` is left
+    out and why appended to ``dropped`` (the rest stay: each is one file's measurement,
+    measured again by the next build).  Only a file whose top level is not builder's
+    shape is set aside whole."""
     d = obj(data)
     jobs = obj(d.get("jobs", {}), "jobs")
+    out: dict[str, dict[str, Any]] = {}
     for key, rec in jobs.items():
-        r = obj(rec, f"jobs.{key}")
-        w = f"jobs.{key}"
-        get(r, "file", string, w)
-        get(r, "peak", integer, w)
-        for f in ("seconds", "cpu", "when"):
-            _opt(r, f, number, w)
-        _opt(r, "runs", integer, w)
-        _opt(r, "prev_peak", integer, w)
-        _opt(r, "oom", boolean, w)
-        _opt(r, "curve", _numbers, w)
-        _opt(r, "prev_curve", _numbers, w)
-        _opt(r, "cpus", _numbers, w)
-    return dict(jobs)
+        try:
+            out[key] = parse_history_record(rec, f"jobs.{key}")
+        except ShapeError as exc:
+            if dropped is not None:
+                dropped.append(str(exc))
+    return out
 
 
 def read_history(path: Path) -> dict[str, dict[str, Any]]:
-    return own(path, parse_history, dict)
+    """The history's good records; damaged ones are left out with a note (once per path)."""
+    dropped: list[str] = []
+
+    def parse(data: Any) -> dict[str, dict[str, Any]]:
+        return parse_history(data, dropped)
+
+    jobs: dict[str, dict[str, Any]] = own(path, parse, dict)
+    if dropped and str(path) not in _reported:
+        _reported.add(str(path))
+        print(f"note: {path}: left out {len(dropped)} damaged record(s) ({dropped[0]}"
+              f"{'; …' if len(dropped) > 1 else ''}); those files are measured again by the "
+              f"next build", file=sys.stderr, flush=True)
+    return jobs
 
 
 # step-times.json: step key → seconds
