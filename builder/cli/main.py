@@ -94,12 +94,13 @@ def cmd_plan(args: argparse.Namespace, ws: Workspace) -> int:
 
     plan, _ = make_plan(args, ws, plan_all=args.all, facts_file=args.host_facts)
     if args.format == "json":
-        sys.stdout.write(planfmt.to_json(plan))
+        planfmt.write_json(plan, sys.stdout)
     elif args.format == "dot":
         sys.stdout.write(planfmt.dot(plan))
     else:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        sys.stdout.write(planfmt.text(plan, color=color, commands=not args.no_commands))
+        sys.stdout.writelines(planfmt.text_lines(plan, color=color,
+                                                 commands=not args.no_commands))
     return 0
 
 

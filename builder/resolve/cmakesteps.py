@@ -5,6 +5,7 @@ Conan cache) → publish the stage atomically → wheel."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,10 @@ from builder.resolve.steps import (
 )
 from builder.resolve.system import platform_ref
 from builder.resolve.system import table as system_table
+
+#: the forecast of a set of jobs, made once: the variants of one source folder (a backend,
+#: build type or Python apart) often ask for the same one, and it is pure
+_forecast = functools.lru_cache(maxsize=256)(simulate)
 
 __all__ = ["cmake_steps", "compiler_cache_env", "conan_args", "conan_options", "cross_target",
            "install_meta", "memory_prediction", "switch"]
@@ -339,7 +344,7 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
                        nvcc_threads=threads, nvcc_archs=archs)
         jobs.append((rel, est.reserve, est.seconds, est.cpu, est.curve))
         heavy.append((est.peak, rel, est.source))
-    pred = simulate(jobs, ctx.budget, ctx.jobs)
+    pred = _forecast(tuple(jobs), ctx.budget, ctx.jobs)
     heavy.sort(reverse=True)
     lightest = HeavyJob(heavy[-1][1], heavy[-1][0], heavy[-1][2]) if heavy else None
     return Prediction(jobs=pred.jobs, wall=round(pred.wall, 1), peak=pred.peak,

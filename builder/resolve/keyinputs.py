@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 
 from builder.recipe.model import LANGS, FlagLayers, Recipe
 from builder.recipe.subst import variables
+from builder.util.memo import per_object
 
 __all__ = ["compile_texts", "env_inputs", "env_names", "test_texts", "texts"]
 
@@ -58,14 +59,25 @@ def compile_texts(recipe: Recipe) -> list[str]:
 
 def env_names(recipe: Recipe) -> set[str]:
     """The environment variables ``recipe`` substitutes (``${env.NAME}``)."""
-    return {n[4:] for t in texts(recipe) for n in variables(t) if n.startswith("env.")}
+    return set(_env_names(recipe))
+
+
+@per_object
+def _env_names(recipe: Recipe) -> frozenset[str]:
+    return frozenset(n[4:] for t in texts(recipe) for n in variables(t)
+                     if n.startswith("env."))
+
+
+@per_object
+def _compiled_env_names(recipe: Recipe) -> frozenset[str]:
+    return frozenset(n[4:] for t in compile_texts(recipe) for n in variables(t)
+                     if n.startswith("env."))
 
 
 def env_inputs(recipe: Recipe, env: Mapping[str, str], tests: bool = False
                ) -> list[tuple[str, str]]:
     """(name, value) of every variable ``recipe``'s compile inputs substitute (``tests``:
     of those only its tests substitute); unset reads as empty, as substitution does."""
-    compiled = {n[4:] for t in compile_texts(recipe) for n in variables(t)
-                if n.startswith("env.")}
+    compiled = _compiled_env_names(recipe)
     names = env_names(recipe) - compiled if tests else compiled
     return sorted((n, env.get(n, "")) for n in names)
