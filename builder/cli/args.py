@@ -27,8 +27,7 @@ def _size(text: str) -> int:
     try:
         return parse_size(text)
     except ValueError as exc:
-        why = str(exc) if "too large" in str(exc) else f"not a size: {text!r}"
-        raise argparse.ArgumentTypeError(f"{why} (try 6GiB or 800MiB)") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _count(text: str) -> int:

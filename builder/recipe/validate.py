@@ -23,9 +23,10 @@ from builder.errors import RecipeError
 from builder.recipe import model as m
 from builder.recipe.diags import Diags, did_you_mean
 from builder.recipe.schemapass import SchemaPasses
-from builder.recipe.semantic import check_semantics, source_entries
+from builder.recipe.semantic import check_semantics, misplaced_keys, source_entries
 from builder.recipe.yamlload import PathKey, Positions, format_path
 from builder.resources import text as resource_text
+from builder.util import units
 
 if TYPE_CHECKING:  # jsonschema is imported only when a file is checked against the schema
     from jsonschema import Draft202012Validator
@@ -33,27 +34,13 @@ if TYPE_CHECKING:  # jsonschema is imported only when a file is checked against 
 
 __all__ = ["build_model", "file_digest", "parse_size", "project_root_of", "schema", "validate"]
 
-_SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20,
-               "GiB": 2**30, "TiB": 2**40}
-
-
 def parse_size(text: str) -> int:
-    """``1.5GiB`` → bytes.  Raises ValueError on anything else."""
-    t = text.strip()
-    for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
-        if t.endswith(unit):
-            number = t[: -len(unit)].strip()
-            if not re.fullmatch(r"\d{1,15}(\.\d{1,9})?", number):
-                break  # no sign, exponent, inf or nan
-            value = int(float(number) * _SIZE_UNITS[unit])
-            if value > MAX_SIZE:
-                raise ValueError(f"size too large: {text!r} (at most 1 EiB)")
-            return value
-    raise ValueError(f"not a size: {text!r}")
+    """``1.5GiB`` → bytes (:func:`builder.util.units.parse_size`).  Raises ValueError."""
+    return units.parse_size(text)
 
 
 #: the largest size builder accepts anywhere (1 EiB)
-MAX_SIZE = 2**60
+MAX_SIZE = units.MAX_SIZE
 
 
 @cache
@@ -169,8 +156,17 @@ def _wrong_type(err: ValidationError, path: PathKey, d: Diags) -> None:
     elif isinstance(err.instance, (int, float)) and want == "string":
         loc = d.pos.location(path)
         raw = d.pos.line_text(loc.line)[max(loc.col - 1, 0):].split("#")[0]
-        raw = raw.strip().rstrip(",]}").strip() or str(err.instance)
-        hint = f"quote it: \"{raw}\" (YAML reads it as a number)"
+        # the value's own text: up to the next separator of a flow list or mapping
+        raw = re.split(r"[,\]}]", raw)[0].strip() or str(err.instance)
+        became = f"{raw} as the number {err.instance}" if raw != str(err.instance) else \
+            "it as a number"
+        hint = f"quote it: \"{raw}\" (YAML reads {became})"
+    elif isinstance(err.instance, str) and want == "integer" and path and \
+            path[-1] == "timeout":
+        with contextlib.suppress(ValueError):
+            hint = f"give seconds as a whole number: {path[-1]}: " \
+                   f"{round(units.parse_duration(err.instance))}"
+        hint = hint or f"give seconds as a whole number, e.g. {path[-1]}: 600"
     d.add(path, f"expected {want_s}, got {_type_name(err.instance)}", hint)
 
 
@@ -186,6 +182,11 @@ def _bad_pattern(err: ValidationError, path: PathKey, d: Diags) -> None:
     dotted = format_path(path)
     hint = next((h for k, h in _PATTERN_HINTS.items() if dotted.endswith(k) or
                  (k == "versions" and "versions" in dotted)), "")
+    if dotted.startswith("memory.") and isinstance(err.instance, str):  # a size
+        try:
+            units.parse_size(err.instance)
+        except ValueError as exc:
+            hint = str(exc)
     d.add(path, f"'{err.instance}' is not valid here", hint)
 
 
@@ -351,9 +352,11 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         d.add((), f"a recipe must be a mapping, got {_type_name(data)}",
               "start with `package: {name: ..., version: \"...\"}`")
         raise RecipeError(d.items)
+    _misplaced(data, d)
     if passes is None or digest not in passes:
         for err in _validator().iter_errors(data):
-            _schema_diag(err, d)
+            if not _inside_misplaced(err, data):  # said once, by check_semantics
+                _schema_diag(err, d)
         if not d.items and passes is not None:
             passes.add(digest)
     if not d.items:
@@ -372,6 +375,33 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         d.items.sort(key=lambda x: (x.location.line, x.location.col))
         raise RecipeError(d.items)
     return build_model(data, pos, file, display, digest)
+
+
+def _misplaced(data: dict[str, Any], d: Diags) -> None:
+    """A recipe or backend key indented under ``backends:`` (``defines:`` one level too
+    deep reads as a backend named defines): said as what it is, with both fixes."""
+    backends = data.get("backends")
+    if not isinstance(backends, dict):
+        return
+    from builder import backends as registry
+
+    first = registry.names()[0]
+    for name, spec in backends.items():
+        if name in misplaced_keys() and not (isinstance(spec, dict) and "kind" in spec):
+            d.add(("backends", name), f"`{name}:` is indented under `backends:`, so it "
+                  f"reads as a backend named '{name}'", f"move `{name}:` left to the top "
+                  f"level (for every backend), or indent it under one backend such as "
+                  f"`{first}:` (for that backend only)", key=True)
+
+
+def _inside_misplaced(err: ValidationError, data: dict[str, Any]) -> bool:
+    """An error inside a mis-indented key under ``backends:`` (``defines:`` read as a
+    backend): the key itself is the problem, not what it holds."""
+    path = tuple(err.absolute_path)
+    if len(path) < 2 or path[0] != "backends" or path[1] not in misplaced_keys():
+        return False
+    spec = (data.get("backends") or {}).get(path[1])
+    return not (isinstance(spec, dict) and "kind" in spec)
 
 
 def file_digest(raw: bytes) -> str:
