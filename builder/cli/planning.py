@@ -157,6 +157,15 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
             for s in r.sources if r.name in building else ():
                 if s.kind == "path":
                     check_tree(Path(s.location), f"{r.display}: source.path")
+    if plan_all and not args.python:  # plan and build --all differ here: say so
+        from builder.plan.model import BUILD as TO_BUILD
+
+        other = sorted({v.python for v in plan.variants if v.status == TO_BUILD and
+                        v.python and v.python != host.default_python})
+        if other:
+            notes.append(f"--all plans every Python the recipes support; `builder build "
+                         f"--all` builds Python {host.default_python} only, so the "
+                         f"{', '.join(other)} variants stay to build (-p all builds them)")
     if notes:
         plan = replace(plan, notes=(*notes, *plan.notes))
     return plan, [r.name for r in roots]
