@@ -53,6 +53,9 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
     if s.status == SKIP and s.reason and s.reason != said:
         lines.append(f"        skip: {s.reason}")
     pred = s.payload.prediction if isinstance(s.payload, CompileJobs) else None
+    if pred is not None and not pred.jobs and s.status == BUILD:
+        lines.append("        memory: no compile jobs known before building (a git or url "
+                     "source's files are read once it is fetched)")
     if pred and pred.jobs:
         lines.append(f"        memory: {pred.jobs} compile job(s) under a "
                      f"{gib(pred.budget)} budget → predicted peak {gib(pred.peak)}, "
