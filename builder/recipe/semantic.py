@@ -24,7 +24,6 @@ Every problem is added to a :class:`~builder.recipe.diags.Diags`; nothing is rai
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 from builder import backends as backend_registry
 from builder.backends.platforms import names as target_names
 from builder.recipe.diags import Diags, did_you_mean
+from builder.recipe.misplaced import misplaced_keys
 from builder.recipe.subst import is_known, variables
 from builder.recipe.yamlload import PathKey
 
@@ -121,26 +121,13 @@ def check_semantics(data: dict[str, Any], d: Diags, recipe_dir: Path, project_ro
         _check_source(src, recipe_dir, project_root, d)
 
 
-@functools.cache
-def misplaced_keys() -> frozenset[str]:
-    """Keys of a recipe or of a backend: under ``backends:`` without a ``kind``, one of
-    these is a mis-indented key, not a backend's name."""
-    import json
-
-    from builder.resources import text as resource_text
-
-    schema = json.loads(resource_text("recipe.schema.json"))
-    backend = schema.get("$defs", {}).get("backend", {}).get("properties", {})
-    return frozenset(schema.get("properties", {})) | frozenset(backend) - {"kind"}
-
-
 def _check_backend(bname: str, spec: dict[str, Any], system: str, opt_names: set[str],
                    d: Diags) -> None:
     """A backend's kind and target, tools, archs, defines and kernel formats."""
     builtin = backend_registry.names()
     kind = spec.get("kind")
     if kind is None and bname in misplaced_keys():
-        return  # a mis-indented key: said by validate.misplaced
+        return  # a mis-indented key: said by recipe.misplaced
     if kind is None and bname not in builtin:
         d.add(("backends", bname), f"unknown name '{bname}': not a built-in backend "
               f"({', '.join(builtin)}), so it needs a `kind` saying which one it is",

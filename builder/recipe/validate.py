@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from builder.errors import RecipeError
 from builder.recipe import model as m
 from builder.recipe.diags import Diags, did_you_mean
+from builder.recipe.misplaced import inside_misplaced, misplaced
 from builder.recipe.schemapass import SchemaPasses
-from builder.recipe.semantic import check_semantics, misplaced_keys, source_entries
+from builder.recipe.semantic import check_semantics, source_entries
 from builder.recipe.yamlload import PathKey, Positions, format_path
 from builder.resources import text as resource_text
 from builder.util import units
@@ -352,10 +353,10 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         d.add((), f"a recipe must be a mapping, got {_type_name(data)}",
               "start with `package: {name: ..., version: \"...\"}`")
         raise RecipeError(d.items)
-    _misplaced(data, d)
+    misplaced(data, d)
     if passes is None or digest not in passes:
         for err in _validator().iter_errors(data):
-            if not _inside_misplaced(err, data):  # said once, by check_semantics
+            if not inside_misplaced(tuple(err.absolute_path), data):  # said by misplaced()
                 _schema_diag(err, d)
         if not d.items and passes is not None:
             passes.add(digest)
@@ -375,33 +376,6 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         d.items.sort(key=lambda x: (x.location.line, x.location.col))
         raise RecipeError(d.items)
     return build_model(data, pos, file, display, digest)
-
-
-def _misplaced(data: dict[str, Any], d: Diags) -> None:
-    """A recipe or backend key indented under ``backends:`` (``defines:`` one level too
-    deep reads as a backend named defines): said as what it is, with both fixes."""
-    backends = data.get("backends")
-    if not isinstance(backends, dict):
-        return
-    from builder import backends as registry
-
-    first = registry.names()[0]
-    for name, spec in backends.items():
-        if name in misplaced_keys() and not (isinstance(spec, dict) and "kind" in spec):
-            d.add(("backends", name), f"`{name}:` is indented under `backends:`, so it "
-                  f"reads as a backend named '{name}'", f"move `{name}:` left to the top "
-                  f"level (for every backend), or indent it under one backend such as "
-                  f"`{first}:` (for that backend only)", key=True)
-
-
-def _inside_misplaced(err: ValidationError, data: dict[str, Any]) -> bool:
-    """An error inside a mis-indented key under ``backends:`` (``defines:`` read as a
-    backend): the key itself is the problem, not what it holds."""
-    path = tuple(err.absolute_path)
-    if len(path) < 2 or path[0] != "backends" or path[1] not in misplaced_keys():
-        return False
-    spec = (data.get("backends") or {}).get(path[1])
-    return not (isinstance(spec, dict) and "kind" in spec)
 
 
 def file_digest(raw: bytes) -> str:

@@ -377,7 +377,9 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
                        nvcc_threads=threads, nvcc_archs=archs)
         jobs.append((rel, est.reserve, est.seconds, est.cpu, est.curve))
         heavy.append((est.peak, rel, est.source))
-    if ctx.recipe.build_system == "cmake" and switch(ctx.recipe.memory.unity, ctx.values()):
+    unity = ctx.recipe.memory.unity  # a bool, or ${options.NAME} (then substituted)
+    if ctx.recipe.build_system == "cmake" and unity is not False and \
+            switch(unity, ctx.values() if isinstance(unity, str) else {}):
         jobs = _unity(jobs, ctx.recipe.memory.unity_batch_size)
     pred = _forecast(tuple(jobs), ctx.budget, ctx.jobs)
     heavy.sort(reverse=True)
