@@ -67,3 +67,24 @@ def test_a_patched_local_source_has_its_originals_files(tmp_path: Path) -> None:
         "+int a() { return 2; }\n")
     ws, rs = _project(tmp_path, ", patches: [fix.patch]")
     assert _jobs(ws, rs)["cpu"] == 5
+
+
+def test_a_url_source_is_forecast_once_fetched(tmp_path: Path) -> None:
+    import shutil
+
+    from builder.plan.text import text
+    from builder.source.fetch import MARKER, source_key
+
+    ws, _ = _project(tmp_path)
+    sha = "0" * 64
+    (tmp_path / "recipes" / "mix.yaml").write_text(
+        (tmp_path / "recipes" / "mix.yaml").read_text().replace(
+            "source: {path: ../src}", f"source: {{url: 'file:///mix.tar.gz', sha256: '{sha}'}}"))
+    rs = RecipeSet.load(ws.recipes_dir)
+    plan = resolve(rs.recipes, rs, Request(), host("linux-cuda13"),
+                   read_state(ws, rs.recipes), ws)
+    assert "memory: no compile jobs known before building" in text(plan)
+    fetched = ws.sources / source_key("url", "file:///mix.tar.gz", "", sha, ())
+    shutil.copytree(tmp_path / "src", fetched)
+    (fetched / MARKER).write_text("{}")
+    assert _jobs(ws, rs) == {"cpu": 5, "cuda": 6}
