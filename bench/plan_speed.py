@@ -5,7 +5,12 @@
 2. Planning N generated recipes (N = 250, 500, 1000; target ≤ 5 s for 1000 and linear
    growth), in-process, with fixed host facts so that no probing is timed.
 
-3. With ``--noop-build``: ``builder build --all --skip-unsupported`` right after a complete
+3. One recipe of N variants (N = 1000, 3000, 10000: a backend list of N/2 names × two
+   build types), ``builder plan --host-facts`` in a fresh process, text and JSON to
+   /dev/null: the median wall time of 3 runs and the peak RSS (target for 10000: ≤ 5 s
+   and ≤ 500 MB; linear growth: the time per 1000 variants about the same at each N).
+
+4. With ``--noop-build``: ``builder build --all --skip-unsupported`` right after a complete
    one, in a fresh process (target ≤ 1 s, and it must say "nothing to do"); skipped, with
    a message, when the plan shows a variant still to build (run that command first).
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -139,11 +145,89 @@ def generated(n: int) -> float:
         shutil.rmtree(tmp)
 
 
+#: the host the one-recipe runs plan for (fixed: the probe is not what is measured)
+FACTS = REPO / "tests" / "fixtures" / "hosts" / "linux-cuda13.json"
+
+WIDE = """\
+package:
+  name: wide
+  version: "1.0.0"
+source:
+  path: ../src
+build:
+  build_types: [release, debug]
+backends:
+  cpu: {{}}
+{backends}"""
+
+
+def wide_project(n: int, where: Path) -> None:
+    """A project whose one recipe has ``n`` variants (n/2 cpu-kind backends × 2 build
+    types)."""
+    (where / "src").mkdir(parents=True)
+    (where / "src" / "CMakeLists.txt").write_text("project(x)\nadd_library(x a.cpp)\n")
+    (where / "src" / "a.cpp").write_text("int f() { return 1; }\n")
+    (where / "recipes").mkdir()
+    names = "".join(f"  b{i}: {{kind: cpu}}\n" for i in range(n // 2 - 1))
+    (where / "recipes" / "wide.yaml").write_text(WIDE.format(backends=names))
+
+
+def run_measured(cmd: list[str], cwd: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one fresh process, its output discarded."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=child_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode:
+        raise SystemExit(f"{shlex.join(cmd)} failed ({proc.returncode}):\n{err}")
+    return elapsed, usage.ru_maxrss * 1024
+
+
+def wide(sizes: tuple[int, ...], runs: int = 3) -> bool:
+    """``builder plan`` of one recipe with N variants: median of ``runs``, peak RSS."""
+    ok = True
+    base: float | None = None
+    for n in sizes:
+        tmp = Path(tempfile.mkdtemp(prefix="plan-wide-"))
+        try:
+            wide_project(n, tmp)
+            for fmt in ("text", "json"):
+                cmd = builder_cmd("--state-dir", str(tmp / "state"), "plan", "wide",
+                                  "--build-type", "release", "--build-type", "debug",
+                                  "--format", fmt, "--host-facts", str(FACTS))
+                run_measured(cmd, tmp)  # the host probe and bytecode caches, warmed
+                got = [run_measured(cmd, tmp) for _ in range(runs)]
+                t = statistics.median(g[0] for g in got)
+                rss = max(g[1] for g in got)
+                if fmt == "text":
+                    base = base or t / n
+                line = (f"plan one recipe of {n:5d} variants ({fmt}): median {t:.2f} s of "
+                        f"{runs}, peak {rss / 2**20:.0f} MiB; per 1000 variants "
+                        f"{t / n * 1000:.2f} s (1000-run's rate × {t / n / base:.2f})")
+                if n >= 10000:
+                    good = t <= 5.0 and rss <= 500 * 2**20
+                    ok = ok and good
+                    line += f" — target ≤ 5 s, ≤ 500 MB: {'OK' if good else 'OVER'}"
+                print(line, flush=True)
+        finally:
+            shutil.rmtree(tmp)
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--noop-build", action="store_true",
                     help="also time a no-op `builder build --all --skip-unsupported`")
+    ap.add_argument("--wide", default="1000,3000,10000", metavar="N,N,…",
+                    help="variant counts of the one-recipe runs ('' to skip them)")
+    ap.add_argument("--wide-only", action="store_true", help="only the one-recipe runs")
     args = ap.parse_args()
+    sizes = tuple(int(x) for x in args.wide.split(",") if x.strip())
+    if args.wide_only:
+        return 0 if wide(sizes) else 1
     ok = figure("builder plan --all (bundled recipes, fresh process, 5 runs)",
                 *fresh_process_plan_all(), 0.5)
     generated(25)  # one-time costs (imports, the schema validator) kept out of the 250 run
@@ -157,6 +241,8 @@ def main() -> int:
             ok = ok and t <= 5.0
             print(f"target for 1000: ≤ 5 s (ratio {t / 5.0:.2f}) "
                   f"{'OK' if t <= 5.0 else 'OVER'}")
+    if sizes:
+        ok = wide(sizes) and ok
     if args.noop_build:
         noop = noop_build()
         if isinstance(noop, str):

@@ -186,10 +186,13 @@ def _pick_python(candidates: Mapping[str, set[str]], existing: set[str],
 
 
 def recipe_seconds(roots: Iterable[str], history: Mapping[str, float],
-                   backend: str = "") -> float | None:
-    """Sum of recorded compile seconds of the files below ``roots`` (None: none recorded),
-    leaving out files that only another backend compiles (``.cu`` for a cpu job)."""
-    prefixes = tuple(str(Path(r)).rstrip("/") + "/" for r in roots if r)
+                   backend: str = "", scope: str = "") -> float | None:
+    """Sum of recorded compile seconds of the files below ``roots`` and of the compiles
+    the build recorded under the recipe's name ``scope`` (``<recipe>:<path>``, as
+    ``memory.compileid`` names them) — None: none recorded —, leaving out files that only
+    another backend compiles (``.cu`` for a cpu job)."""
+    prefixes = tuple(str(Path(r)).rstrip("/") + "/" for r in roots if r) + \
+        ((f"{scope}:",) if scope else ())
     only = {suffix: be.name for be in registry.backends() for suffix in be.source_suffixes}
     found = [s for f, s in history.items() if prefixes and f.startswith(prefixes) and
              only.get(Path(f).suffix, backend) == backend] if prefixes else []
@@ -239,7 +242,8 @@ def ci_matrix(recipes: Iterable[Recipe], default_python: str = CI_PYTHON,
                                                                version_key(kv[0][1]))):
         chosen = tuple(sorted(names))
         reqs = tuple(dict.fromkeys(q for n in chosen for q in by_name[n].requires.python))
-        secs = tuple((n, recipe_seconds(roots.get(n, ()), history, b)) for n in chosen)
+        secs = tuple((n, recipe_seconds(roots.get(n, ()), history, b, scope=n))
+                     for n in chosen)
         kind, target = meaning[b]
         out.append(Job(b, py, chosen, chosen != session_recipes[(b, py)],
                        runner_for(b, target, kind), secs, reqs))

@@ -27,8 +27,7 @@ def _size(text: str) -> int:
     try:
         return parse_size(text)
     except ValueError as exc:
-        why = str(exc) if "too large" in str(exc) else f"not a size: {text!r}"
-        raise argparse.ArgumentTypeError(f"{why} (try 6GiB or 800MiB)") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _count(text: str) -> int:
@@ -44,6 +43,20 @@ def _count(text: str) -> int:
 
 
 _NAME = re.compile(r"[A-Za-z0-9_.+-]+")
+_PY_VERSION = re.compile(r"[1-9][0-9]*\.[0-9]+")
+
+
+def _python(text: str) -> str:
+    """A Python version X.Y, or 'all'; a path or a bare major version is refused (read as
+    a version, it would match no recipe and the build would select nothing)."""
+    if text == "all" or _PY_VERSION.fullmatch(text):
+        return text
+    if "/" in text or os.sep in text or text.startswith("python"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a version: --python takes X.Y (e.g. 3.12); builder finds that "
+            f"interpreter itself (`builder host` lists the ones it found)")
+    raise argparse.ArgumentTypeError(f"{text!r} is not a Python version: give X.Y, e.g. "
+                                     f"3.12, or 'all'")
 
 
 def _option(text: str) -> OptionOverride:
@@ -96,6 +109,7 @@ def parser() -> argparse.ArgumentParser:
                              "names, such as arm (repeatable; default: all the recipe "
                              "declares)")
         sp.add_argument("-p", "--python", action="append", default=[], metavar="X.Y",
+                        type=_python,
                         help="target Python version (repeatable; 'all' for every supported)")
         sp.add_argument("--build-type", action="append", default=[],
                         choices=("release", "debug", "relwithdebinfo"))

@@ -221,6 +221,32 @@ def _print_outputs(plan: BuildPlan, summary: Any) -> None:
         print("\n".join(lines))
 
 
+def _nothing_to_do(plan: BuildPlan, verbose: bool, seconds: float) -> None:
+    """A build with no step to run: one line (the skips, notes and wheels with -v).  When
+    no variant is up to date either, everything selected was skipped: an error, so that a
+    CI job asking for a Python or backend this recipe or host lacks does not pass having
+    built nothing."""
+    up = sum(1 for v in plan.variants if v.status in (CACHED, DOWNLOAD))
+    skips = [v for v in plan.variants if v.status == SKIP]
+    if not up:
+        if not skips:
+            raise PlanError("nothing to build: the selection names no variant")
+        more = f" (and {len(skips) - 1} more; `builder plan` lists them)" if len(skips) > 1 \
+            else ""
+        v = skips[0]
+        raise PlanError(f"nothing to build: every selected variant is skipped; {v.id}: "
+                        f"{v.reason}{more}" + (f"\n  fix: {v.fix}" if v.fix else ""))
+    extra = (f", {len(skips)} skipped" if skips else "") + \
+        (f", {len(plan.notes)} note(s)" if plan.notes else "")
+    hint = "; -v for why" if (skips or plan.notes) and not verbose else ""
+    print(f"nothing to do: {up} variant(s) up to date{extra} ({seconds:.2f}s{hint})")
+    if verbose:
+        _print_skips(plan, with_tests=False)
+        for n in plan.notes:
+            print(f"note: {n}")
+        _print_wheels(plan)
+
+
 def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
              t0: float) -> tuple[Any, Any] | None:
     """Run ``plan`` with progress output and a build record; None when nothing needs
@@ -232,15 +258,7 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
 
     counts = plan.counts()
     if not needs_work(plan):
-        up = sum(1 for v in plan.variants if v.status == CACHED)
-        sk = sum(1 for v in plan.variants if v.status == SKIP)
-        skipped = f", {sk} skipped" if sk else ""
-        print(f"nothing to do: {up} variant(s) up to date{skipped} "
-              f"({time.monotonic() - t0:.2f}s)")
-        _print_skips(plan, with_tests=False)
-        for n in plan.notes:
-            print(f"note: {n}")
-        _print_wheels(plan)
+        _nothing_to_do(plan, args.verbose, time.monotonic() - t0)
         return None
     recorder = BuildRecorder(plan, ws)
     live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
@@ -306,6 +324,10 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
     if args.index:
         return _publish_index(args, ws)
     name = args.remote
+    if name:
+        from builder.remote.names import check_remote_name
+
+        check_remote_name(name, "--remote")
     if not name:
         raise UsageError("publish needs a remote: --remote NAME (or $BUILDER_REMOTE; see "
                          "`builder remote list`)")
@@ -339,8 +361,13 @@ def _publish_index(args: argparse.Namespace, ws: Workspace) -> int:
 
 def cmd_remote(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.remote import conan as remote
+    from builder.remote.names import check_remote_name, check_remote_url
     from builder.util.runner import capture
 
+    if args.remote_command in ("add", "remove"):  # before Conan (or its home) is touched
+        check_remote_name(args.name)
+    if args.remote_command == "add":
+        check_remote_url(args.url)
     remote.ensure_conan_home(ws)
     env = {**os.environ, "CONAN_HOME": str(ws.conan_home)}
     if args.remote_command == "list":

@@ -90,16 +90,39 @@ def cmd_host(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace, ws: Workspace) -> int:
+    import gc
+
+    # planning makes many small objects and no reference cycles worth collecting: the
+    # collector's full passes over a growing heap made a plan of thousands of variants
+    # slower than linear
+    gc.disable()
+    try:
+        return _plan(args, ws)
+    finally:
+        gc.enable()
+
+
+def _plan(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.plan import text as planfmt
 
+    # --all shows what this host cannot build among the rest instead of stopping at it
+    # (named recipes and backends still stop, as their build would)
+    lenient = args.all and not args.skip_unsupported
+    args.skip_unsupported = args.skip_unsupported or lenient
     plan, _ = make_plan(args, ws, plan_all=args.all, facts_file=args.host_facts)
+    left_out = sum(1 for n in plan.notes if "left out by --skip-unsupported" in n)
+    if lenient and left_out:
+        print(f"note: {left_out} arch(s) this host's toolchains cannot build are shown as left "
+              f"out; `builder build --all` stops on them unless --skip-unsupported",
+              file=sys.stderr)
     if args.format == "json":
-        sys.stdout.write(planfmt.to_json(plan))
+        planfmt.write_json(plan, sys.stdout)
     elif args.format == "dot":
         sys.stdout.write(planfmt.dot(plan))
     else:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        sys.stdout.write(planfmt.text(plan, color=color, commands=not args.no_commands))
+        sys.stdout.writelines(planfmt.text_lines(plan, color=color,
+                                                 commands=not args.no_commands))
     return 0
 
 

@@ -80,6 +80,12 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
         if not ov.recipe and ov.name not in known:
             raise UsageError(f"-o {ov.name}: no selected recipe has an option '{ov.name}' "
                              f"(options: {', '.join(sorted(known)) or 'none'})")
+    from builder.remote.names import check_remote_name
+
+    for flag, name in (("--remote", getattr(args, "remote", "")),
+                       ("--conan-remote", args.conan_remote)):
+        if name:  # it becomes an argument of conan: never an option, never empty
+            check_remote_name(name, flag)
     pythons = tuple(args.python)
     if "all" in pythons or (plan_all and not pythons):
         pythons = ("all",)
@@ -184,6 +190,15 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
                 # a patched one is checked as patched, in builder's copy (its fetch step)
                 if s.kind == "path" and not s.patches:
                     check_tree(Path(s.location), f"{r.display}: source.path", s.exclude)
+    if plan_all and not args.python:  # plan and build --all differ here: say so
+        from builder.plan.model import BUILD as TO_BUILD
+
+        other = sorted({v.python for v in plan.variants if v.status == TO_BUILD and
+                        v.python and v.python != host.default_python})
+        if other:
+            notes.append(f"--all plans every Python the recipes support; `builder build "
+                         f"--all` builds Python {host.default_python} only, so the "
+                         f"{', '.join(other)} variants stay to build (-p all builds them)")
     if notes:
         plan = replace(plan, notes=(*notes, *plan.notes))
     return plan, [r.name for r in roots]

@@ -17,7 +17,7 @@ from typing import Any
 from builder.execute.executor import Event
 from builder.plan.text import estimate_source
 
-__all__ = ["LinePrinter", "LiveProgress"]
+__all__ = ["LinePrinter", "LiveProgress", "eta", "predicted"]
 
 
 class LinePrinter:
@@ -64,14 +64,49 @@ def _bar(total: float, completed: float) -> Any:
     return grid
 
 
-def _predicted(step: Any) -> float:
+def predicted(step: Any) -> float:
     """The plan's wall-time prediction of a compile step (0: none)."""
-    import json
+    from builder.plan.payloads import CompileJobs
 
-    try:
-        return float(json.loads(step.param("prediction") or "{}").get("wall", 0.0))
-    except (ValueError, TypeError, AttributeError):
-        return 0.0
+    return step.payload.prediction.wall if isinstance(step.payload, CompileJobs) else 0.0
+
+
+def _jobs(step: Any) -> int:
+    """How many compile jobs the plan predicts for a step (0: not a compile step)."""
+    from builder.plan.payloads import CompileJobs
+
+    return step.payload.prediction.jobs if isinstance(step.payload, CompileJobs) else 0
+
+
+def eta(expected: dict[str, float], left: list[str], running: dict[str, float],
+        jobs: tuple[int, int] | None = None) -> tuple[float, bool, bool]:
+    """Seconds still to go, whether every step left had an expected time, and whether a
+    running step has outrun its expectation.  ``expected``: step → seconds (0: unknown),
+    ``left``: the steps not finished, ``running``: step → seconds it has run, ``jobs``:
+    (done, total) compile jobs of the running compile step.  A running step has the rest
+    of its expected time left — or, once it has compiled some of its jobs, what its own
+    pace says the rest takes (so a step past its prediction is not "~0s" for minutes)."""
+    total, known, over = 0.0, True, False
+    for sid in left:
+        exp = expected.get(sid, 0.0)
+        ran = running.get(sid)
+        if ran is None:
+            total += exp
+            known = known and exp > 0
+            continue
+        rest = max(exp - ran, 0.0)
+        if jobs is not None and jobs[1] > 0 and 0 < jobs[0] < jobs[1] and _is_compile(sid):
+            rest = ran * (jobs[1] - jobs[0]) / jobs[0]  # its own pace so far
+        elif exp and ran > exp:
+            over, known = True, False  # how much longer: not known
+        elif not exp:
+            known = False
+        total += rest
+    return total, known, over
+
+
+def _is_compile(step_id: str) -> bool:
+    return step_id.rsplit("/", 1)[-1] == "build"
 
 
 def _label(step_id: str) -> str:
@@ -104,10 +139,12 @@ class LiveProgress:
         self.executor_ref = executor_ref
         self.todo = [s.id for s in plan.steps if s.status in TO_RUN]
         # earlier builds' step times, else the plan's compile-time prediction (a cold build)
-        self.expected = {s.id: times.get(step_key(s.id), 0.0) or _predicted(s)
+        self.expected = {s.id: times.get(step_key(s.id), 0.0) or predicted(s)
                          for s in plan.steps if s.status in TO_RUN}
         self.from_history = any(times.get(step_key(sid)) for sid in self.todo)
         self.done: set[str] = set()
+        self.started: dict[str, float] = {}  # running step → when it started
+        self.jobs = {s.id: _jobs(s) for s in plan.steps if s.status in TO_RUN}
         self.cached = sum(1 for s in plan.steps if s.status not in (*TO_RUN, "skip"))
         self.current = ""
         self.started_step = time.monotonic()
@@ -125,8 +162,10 @@ class LiveProgress:
     def event(self, e: Event) -> None:
         if e.kind == "start":
             self.current, self.started_step = e.step, time.monotonic()
+            self.started[e.step] = self.started_step
         elif e.kind in ("done", "failed", "aborted"):
             self.done.add(e.step)
+            self.started.pop(e.step, None)
             if e.kind == "failed":
                 self.console.print(f"[red]FAILED[/red] {e.step} ({e.seconds:.1f}s)")
             elif e.kind == "done" and self.verbose:
@@ -137,14 +176,19 @@ class LiveProgress:
 
     def _eta(self) -> str:
         left = [sid for sid in self.todo if sid not in self.done]
-        known = [self.expected[s] for s in left if self.expected[s]]
-        if not known:
+        now = time.monotonic()
+        running = {sid: now - t for sid, t in self.started.items()}
+        jobs = None
+        broker = getattr(self.executor_ref, "broker", None)
+        compiling = next((sid for sid in running if _is_compile(sid)), "")
+        if broker is not None and compiling and self.jobs.get(compiling):
+            jobs = (int(broker.snapshot()["done"]), self.jobs[compiling])
+        secs, known, over = eta(self.expected, left, running, jobs)
+        if not secs and not known:
             return "ETA unknown (no earlier build, no compile prediction)"
-        secs = sum(known) - min(time.monotonic() - self.started_step,
-                                self.expected.get(self.current, 0.0))
-        more = "" if len(known) == len(left) else "+"
-        how = "" if self.from_history else " (predicted compile time; first build)"
-        return f"ETA ~{max(secs, 0):.0f}s{more}{how}"
+        how = "" if self.from_history else " (predicted; first build)"
+        late = ", running past its prediction" if over else ""
+        return f"ETA ~{secs:.0f}s{'' if known else '+'}{how}{late}"
 
     def __rich__(self) -> Any:
         from rich.console import Group

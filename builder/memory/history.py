@@ -64,7 +64,7 @@ class History:
         self.path = path
         self.jobs: dict[str, dict[str, Any]] = {}
         self.by_file: dict[str, dict[str, Any]] = {}
-        from builder.util.records import read_history
+        from builder.util.history_records import read_history
 
         self.jobs = read_history(path)  # checked; a damaged one is set aside
         for rec in sorted(self.jobs.values(), key=lambda r: r.get("when", 0)):

@@ -100,7 +100,12 @@ class BuildPlan:
     jobs: int
     notes: tuple[str, ...] = ()
     version: int = 1
-    _index: dict[str, Step] = field(default_factory=dict, compare=False, repr=False)
+    _index: dict[str, Step] = field(default_factory=dict, init=False, compare=False,
+                                    repr=False)
+    #: variant id → its steps in plan order, made on first use (a scan per variant made
+    #: showing a plan of N variants take N² time)
+    _by_variant: dict[str, list[Step]] = field(default_factory=dict, init=False,
+                                               compare=False, repr=False)
 
     def step(self, step_id: str) -> Step:
         if not self._index:
@@ -108,7 +113,10 @@ class BuildPlan:
         return self._index[step_id]
 
     def steps_of(self, variant_id: str) -> list[Step]:
-        return [s for s in self.steps if s.variant == variant_id]
+        if not self._by_variant and self.steps:
+            for s in self.steps:
+                self._by_variant.setdefault(s.variant, []).append(s)
+        return list(self._by_variant.get(variant_id, ()))
 
     def counts(self) -> dict[str, int]:
         out = {BUILD: 0, DOWNLOAD: 0, CACHED: 0, SKIP: 0}

@@ -4,13 +4,16 @@ Graphviz dot."""
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
+from collections.abc import Iterator
+from typing import IO
 
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step
 from builder.plan.payloads import CompileJobs, RenderFiles, WheelBuild
 
-__all__ = ["dot", "gib", "text", "to_json"]
+__all__ = ["dot", "gib", "text", "text_lines", "to_json", "write_json"]
 
 _MARK = {BUILD: "build", DOWNLOAD: "download", CACHED: "cached", SKIP: "skip"}
 _COLOR = {BUILD: "\033[33m", DOWNLOAD: "\033[36m", CACHED: "\033[32m", SKIP: "\033[90m"}
@@ -50,6 +53,9 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
     if s.status == SKIP and s.reason and s.reason != said:
         lines.append(f"        skip: {s.reason}")
     pred = s.payload.prediction if isinstance(s.payload, CompileJobs) else None
+    if pred is not None and not pred.jobs and s.status == BUILD:
+        lines.append("        memory: no compile jobs known before building (a git or url "
+                     "source's files are read once it is fetched)")
     if pred and pred.jobs:
         lines.append(f"        memory: {pred.jobs} compile job(s) under a "
                      f"{gib(pred.budget)} budget → predicted peak {gib(pred.peak)}, "
@@ -86,6 +92,13 @@ def _variants(plan: BuildPlan) -> str:
 
 
 def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
+    return "".join(text_lines(plan, color=color, commands=commands))
+
+
+def text_lines(plan: BuildPlan, *, color: bool = False, commands: bool = True
+               ) -> Iterator[str]:
+    """:func:`text`, a variant at a time (each chunk ends with a newline): a plan of
+    thousands of variants is written without holding all of its text at once."""
     counts = plan.counts()
     out = [f"host: {plan.host}",
            f"parallel jobs: {plan.jobs}, memory budget: {gib(plan.memory_budget)}",
@@ -95,6 +108,8 @@ def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
            + f"{counts[CACHED]} cached, {counts[SKIP]} skipped"]
     current = ""
     for v in plan.variants:
+        yield "".join(f"{line}\n" for line in out)
+        out = []
         if v.recipe != current:
             current = v.recipe
             out.append("")
@@ -122,11 +137,36 @@ def text(plan: BuildPlan, *, color: bool = False, commands: bool = True) -> str:
                                    v.reason if v.status == SKIP else ""))
     for n in plan.notes:
         out.append(f"note: {n}")
-    return "\n".join(out) + "\n"
+    yield "".join(f"{line}\n" for line in out)
 
 
 def to_json(plan: BuildPlan) -> str:
-    return json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
+    out = io.StringIO()
+    write_json(plan, out)
+    return out.getvalue()
+
+
+def write_json(plan: BuildPlan, stream: IO[str]) -> None:
+    """The plan's JSON (:meth:`BuildPlan.to_json`), its top level indented and each
+    variant and step on a line of its own (keys sorted): diffable, and written a line at
+    a time by the C encoder (an indented dump of a plan of thousands of variants took
+    several times as long as resolving it)."""
+    data = plan.to_json()
+    keys = sorted(data)
+    stream.write("{\n")
+    for i, k in enumerate(keys):
+        end = ",\n" if i < len(keys) - 1 else "\n"
+        v = data[k]
+        if isinstance(v, (list, tuple)) and v:
+            stream.write(f"  {json.dumps(k)}: [\n")
+            last = len(v) - 1
+            for j, item in enumerate(v):
+                stream.write(f"    {json.dumps(item, sort_keys=True)}"
+                             f"{',' if j < last else ''}\n")
+            stream.write(f"  ]{end}")
+        else:
+            stream.write(f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True)}{end}")
+    stream.write("}\n")
 
 
 def dot(plan: BuildPlan) -> str:

@@ -7,6 +7,7 @@ collection is a tuple so that models hash and compare by value.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -332,10 +333,16 @@ class Recipe:
                                                   repr=False)
 
     def backend(self, name: str) -> BackendSpec | None:
+        return self._backends_by_name.get(name)
+
+    @functools.cached_property
+    def _backends_by_name(self) -> dict[str, BackendSpec]:
+        """Backends by name, made once: a lookup per variant stays O(1) for a recipe of
+        thousands of backends (the first of a repeated name wins, as a scan would)."""
+        out: dict[str, BackendSpec] = {}
         for b in self.backends:
-            if b.name == name:
-                return b
-        return None
+            out.setdefault(b.name, b)
+        return out
 
     def option(self, name: str) -> Option | None:
         for o in self.options:

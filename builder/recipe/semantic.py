@@ -38,6 +38,7 @@ from builder import backends as backend_registry
 from builder.backends.platforms import names as target_names
 from builder.recipe.diags import Diags, did_you_mean
 from builder.recipe.giturl import git_url_problems
+from builder.recipe.misplaced import misplaced_keys
 from builder.recipe.subst import interpolated, is_known, variables
 from builder.recipe.yamlload import PathKey
 
@@ -130,6 +131,8 @@ def _check_backend(bname: str, spec: dict[str, Any], system: str, opt_names: set
     """A backend's kind and target, tools, archs, defines and kernel formats."""
     builtin = backend_registry.names()
     kind = spec.get("kind")
+    if kind is None and bname in misplaced_keys():
+        return  # a mis-indented key: said by recipe.misplaced
     if kind is None and bname not in builtin:
         d.add(("backends", bname), f"unknown name '{bname}': not a built-in backend "
               f"({', '.join(builtin)}), so it needs a `kind` saying which one it is",

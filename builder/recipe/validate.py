@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 from builder.errors import RecipeError
 from builder.recipe import model as m
 from builder.recipe.diags import Diags, did_you_mean
+from builder.recipe.misplaced import inside_misplaced, misplaced
 from builder.recipe.schemapass import SchemaPasses
 from builder.recipe.semantic import check_semantics, source_entries
 from builder.recipe.subst import interpolated
 from builder.recipe.yamlload import PathKey, Positions, format_path
 from builder.resources import text as resource_text
+from builder.util import units
 
 if TYPE_CHECKING:  # jsonschema is imported only when a file is checked against the schema
     from jsonschema import Draft202012Validator
@@ -34,27 +36,13 @@ if TYPE_CHECKING:  # jsonschema is imported only when a file is checked against 
 
 __all__ = ["build_model", "file_digest", "parse_size", "project_root_of", "schema", "validate"]
 
-_SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20,
-               "GiB": 2**30, "TiB": 2**40}
-
-
 def parse_size(text: str) -> int:
-    """``1.5GiB`` → bytes.  Raises ValueError on anything else."""
-    t = text.strip()
-    for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
-        if t.endswith(unit):
-            number = t[: -len(unit)].strip()
-            if not re.fullmatch(r"\d{1,15}(\.\d{1,9})?", number):
-                break  # no sign, exponent, inf or nan
-            value = int(float(number) * _SIZE_UNITS[unit])
-            if value > MAX_SIZE:
-                raise ValueError(f"size too large: {text!r} (at most 1 EiB)")
-            return value
-    raise ValueError(f"not a size: {text!r}")
+    """``1.5GiB`` → bytes (:func:`builder.util.units.parse_size`).  Raises ValueError."""
+    return units.parse_size(text)
 
 
 #: the largest size builder accepts anywhere (1 EiB)
-MAX_SIZE = 2**60
+MAX_SIZE = units.MAX_SIZE
 
 
 @cache
@@ -170,8 +158,17 @@ def _wrong_type(err: ValidationError, path: PathKey, d: Diags) -> None:
     elif isinstance(err.instance, (int, float)) and want == "string":
         loc = d.pos.location(path)
         raw = d.pos.line_text(loc.line)[max(loc.col - 1, 0):].split("#")[0]
-        raw = raw.strip().rstrip(",]}").strip() or str(err.instance)
-        hint = f"quote it: \"{raw}\" (YAML reads it as a number)"
+        # the value's own text: up to the next separator of a flow list or mapping
+        raw = re.split(r"[,\]}]", raw)[0].strip() or str(err.instance)
+        became = f"{raw} as the number {err.instance}" if raw != str(err.instance) else \
+            "it as a number"
+        hint = f"quote it: \"{raw}\" (YAML reads {became})"
+    elif isinstance(err.instance, str) and want == "integer" and path and \
+            path[-1] == "timeout":
+        with contextlib.suppress(ValueError):
+            hint = f"give seconds as a whole number: {path[-1]}: " \
+                   f"{round(units.parse_duration(err.instance))}"
+        hint = hint or f"give seconds as a whole number, e.g. {path[-1]}: 600"
     d.add(path, f"expected {want_s}, got {_type_name(err.instance)}", hint)
 
 
@@ -187,6 +184,11 @@ def _bad_pattern(err: ValidationError, path: PathKey, d: Diags) -> None:
     dotted = format_path(path)
     hint = next((h for k, h in _PATTERN_HINTS.items() if dotted.endswith(k) or
                  (k == "versions" and "versions" in dotted)), "")
+    if dotted.startswith("memory.") and isinstance(err.instance, str):  # a size
+        try:
+            units.parse_size(err.instance)
+        except ValueError as exc:
+            hint = str(exc)
     d.add(path, f"'{err.instance}' is not valid here", hint)
 
 
@@ -359,9 +361,11 @@ def validate(data: Any, pos: Positions, file: Path, display: str, digest: str,
         d.add((), f"a recipe must be a mapping, got {_type_name(data)}",
               "start with `package: {name: ..., version: \"...\"}`")
         raise RecipeError(d.items)
+    misplaced(data, d)
     if passes is None or digest not in passes:
         for err in _validator().iter_errors(data):
-            _schema_diag(err, d)
+            if not inside_misplaced(tuple(err.absolute_path), data):  # said by misplaced()
+                _schema_diag(err, d)
         if not d.items and passes is not None:
             passes.add(digest)
     if not d.items:

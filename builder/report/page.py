@@ -11,13 +11,15 @@ the plan summary and cache hit rates.  ``--format json`` gives the same data.
 from __future__ import annotations
 
 import html
+import os
 from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
 from builder.workspace.paths import Workspace
 
-__all__ = ["CSS", "load", "render_html", "svg_memory", "svg_timeline", "tu_table", "write"]
+__all__ = ["CSS", "load", "memory_scale", "render_html", "short_paths", "svg_memory",
+           "svg_timeline", "tu_table", "write"]
 
 LANE = 22  # px per timeline row
 
@@ -132,7 +134,7 @@ def _label_width(data: dict[str, Any]) -> int:
     (monospace), so the two charts' time axes line up."""
     steps = [s for s in data.get("steps", []) if "start" in s and "end" in s]
     return max([len(_label(s["id"])) for s in steps] +
-               [len(f"budget {_mib(float(data.get('budget') or 1))}"), len("slot 99")])
+               [len(f"budget {_mib(float(data.get('budget') or 1))} ↑"), len("slot 99")])
 
 
 def svg_timeline(data: dict[str, Any]) -> str:
@@ -191,7 +193,7 @@ def svg_memory(data: dict[str, Any]) -> str:
     edges = sorted({t0, t0 + span, *(j["t_start"] for j in jobs), *(j["t_end"] for j in jobs)})
     used = [sum(int(j.get("peak") or j.get("estimate") or 0) for j in jobs
                 if j["t_start"] <= t < j["t_end"]) for t in edges]
-    top = max([budget * 1.1, *used]) or 1.0
+    top, budget_shown = memory_scale(budget, max(used, default=0))
     h = 200
 
     def x(t: float) -> float:
@@ -208,26 +210,51 @@ def svg_memory(data: dict[str, Any]) -> str:
         pts.append(f"{x(t):.1f},{level:.1f}")
     out = [f'<svg id="memory" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1000 {h}" '
            f'preserveAspectRatio="none" style="height:{h}px">', _grid(span, h),
-           f'<polyline class="mem" points="{" ".join(pts)}"/>',
-           f'<line class="budget" x1="0" x2="1000" y1="{y(budget):.1f}" y2="{y(budget):.1f}"/>']
+           f'<polyline class="mem" points="{" ".join(pts)}"/>']
+    if budget_shown:
+        out.append(f'<line class="budget" x1="0" x2="1000" y1="{y(budget):.1f}" '
+                   f'y2="{y(budget):.1f}"/>')
     for j in jobs:
         if j.get("oom"):
             out.append(f'<line class="oom-mark" x1="{x(j["t_end"]):.1f}" x2="{x(j["t_end"]):.1f}" '
                        f'y1="{y(budget):.1f}" y2="{y(budget):.1f}"><title>'
                        f'{html.escape(j["file"])} OOM-killed</title></line>')
     out.append("</svg>")
+    # the budget's line, or (far above what was used) its size over a chart of the use
+    head = f'<div class="lbl" style="top:{y(budget) - 11:.0f}px">budget {_mib(budget)}</div>' \
+        if budget_shown else (f'<div class="lbl" style="top:-4px" title="the budget is far '
+                              f'above the chart, which is scaled to what was used">budget '
+                              f'{_mib(budget)} ↑</div>')
     labels = (f'<div class="labels ylab" style="height:{h}px;width:{_label_width(data)}ch">'
-              f'<div class="lbl" style="top:{y(budget) - 11:.0f}px">budget {_mib(budget)}</div>'
-              f'<div class="lbl" style="top:{y(0) - 16:.0f}px">0</div></div>')
+              f'{head}<div class="lbl" style="top:{y(0) - 16:.0f}px">0</div></div>')
     return (f'<div class="chart">{labels}<div class="plot">{"".join(out)}{_axis(span)}'
             f'</div></div>')
+
+
+def memory_scale(budget: float, peak: float) -> tuple[float, bool]:
+    """The memory chart's top and whether the budget line is on it: the budget with a
+    margin, unless what was used stays below a quarter of it — then what was used with a
+    margin (a large budget would draw the use as a flat line at 0)."""
+    if peak <= 0 or peak * 4 >= budget:
+        return max(budget * 1.1, peak * 1.1) or 1.0, True
+    return peak * 1.25, False
+
+
+def short_paths(files: list[str]) -> dict[str, str]:
+    """Each file as shown in the table: below the folder all the absolute ones share
+    (a long common prefix only widens the table; the full path is the cell's title)."""
+    absolute = [f for f in files if f.startswith("/")]
+    common = os.path.commonpath(absolute) if len(absolute) > 1 else (
+        os.path.dirname(absolute[0]) if absolute else "")
+    cut = len(common.rstrip("/")) + 1 if common not in ("", "/") else 0
+    return {f: (f[cut:] if cut and f.startswith("/") else f) for f in files}
 
 
 CSS = """body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:20px} h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse} td,th{padding:3px 10px;border-bottom:1px solid #ddd;
 text-align:right} td:first-child,th:first-child{text-align:left}
-td{overflow-wrap:anywhere}
+td:first-child{overflow-wrap:anywhere} td:not(:first-child),th{white-space:nowrap}
 .chart{display:grid;grid-template-columns:max-content minmax(0,1fr);column-gap:10px}
 .labels{font:12px monospace} .ylab{position:relative} .ylab .lbl{position:absolute;right:0}
 .lbl{font:12px monospace;color:#444;height:22px;line-height:22px;white-space:nowrap}
@@ -266,8 +293,10 @@ GENERATOR = '<meta name="generator" content="builder report">'
 def render_html(data: dict[str, Any]) -> str:
     s = data["summary"]
     dur = data["ended"] - data["started"]
+    shown = short_paths([r["file"] for r in data["tu_table"]])
     rows = "\n".join(
-        f"<tr><td>{html.escape(r['file'])}</td><td>{r['count']}</td><td>{_mib(r['peak'])}</td>"
+        f"<tr><td title=\"{html.escape(r['file'])}\">{html.escape(shown[r['file']])}</td>"
+        f"<td>{r['count']}</td><td>{_mib(r['peak'])}</td>"
         f"<td>{_mib(r['estimate'])}</td><td>{html.escape(r['source'])}</td>"
         f"<td>{r['min_s']}</td><td>{r['max_s']}</td><td>{r['avg_s']}</td><td>{r['total_s']}</td>"
         f"<td>{r['percent']}%</td><td>{'OOM ' if r['oom'] else ''}"

@@ -5,6 +5,7 @@ Conan cache) → publish the stage atomically → wheel."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,10 @@ from builder.resolve.steps import (
 )
 from builder.resolve.system import platform_ref
 from builder.resolve.system import table as system_table
+
+#: the forecast of a set of jobs, made once: the variants of one source folder (a backend,
+#: build type or Python apart) often ask for the same one, and it is pure
+_forecast = functools.lru_cache(maxsize=256)(simulate)
 
 __all__ = ["cmake_steps", "compiler_cache_env", "conan_args", "conan_options", "cross_target",
            "install_meta", "memory_prediction", "record_inputs", "switch"]
@@ -337,6 +342,39 @@ def switch(value: bool | str, vals: dict[str, str]) -> bool:
     return substitute(value, vals) == "ON"
 
 
+#: what CMake's unity build merges into one translation unit (C and C++ only)
+_UNITY_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++")
+
+
+def _units(ctx: VariantContext) -> list[tuple[str, tuple[str, ...]]]:
+    """The translation units this variant compiles: those of its source folder (a patched
+    copy has its original's), less the files only another backend compiles (a CPU build
+    never compiles a ``.cu``)."""
+    root = ctx.source_root()
+    units = ctx.units.get(root)
+    src = ctx.recipe.sources[0] if ctx.recipe.sources else None
+    if units is None and src is not None and src.kind == "path":
+        units = ctx.units.get(str(Path(src.location) / src.subdir) if src.subdir
+                              else src.location)
+    claimed = {sfx: be.name for be in registry.backends() for sfx in be.source_suffixes}
+    return [(rel, inc) for rel, inc in units or ()
+            if claimed.get(Path(rel).suffix, ctx.kind) == ctx.kind]
+
+
+def _unity(jobs: list[tuple[str, int, float, float, tuple[float, ...]]], batch: int
+           ) -> list[tuple[str, int, float, float, tuple[float, ...]]]:
+    """The jobs of a unity build: C/C++ files merged ``batch`` at a time (as CMake does, in
+    order), each batch as heavy as its heaviest file and as long as all of them."""
+    merged = [j for j in jobs if j[0].endswith(_UNITY_SUFFIXES)]
+    out = [j for j in jobs if not j[0].endswith(_UNITY_SUFFIXES)]
+    for n, i in enumerate(range(0, len(merged), max(batch, 1))):
+        part = merged[i:i + max(batch, 1)]
+        cpu = sum(j[3] for j in part) if all(j[3] for j in part) else 0.0
+        out.append((f"unity_{n}_cxx.cxx ({len(part)} files)", max(j[1] for j in part),
+                    sum(j[2] for j in part), cpu, ()))
+    return out
+
+
 def memory_prediction(ctx: VariantContext) -> Prediction:
     """Estimate every translation unit and simulate the admission policy: predicted
     wall time, peak reserved memory, parallelism and the heaviest jobs."""
@@ -346,7 +384,7 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
     # nvcc compiles each .cu for every arch, --threads of them at a time
     threads, _ = nvcc_shape(ctx.flags().cuda)
     archs = max(len(ctx.variant.archs), 1) if ctx.kind == "cuda" else 1
-    for rel, includes in ctx.units.get(root, ()):
+    for rel, includes in _units(ctx):
         # by recipe and path below the source root (memory.compileid); older histories
         # named files by their absolute path
         hist = ctx.measured.get(f"{ctx.recipe.name}:{rel}") or \
@@ -358,7 +396,11 @@ def memory_prediction(ctx: VariantContext) -> Prediction:
                        nvcc_threads=threads, nvcc_archs=archs)
         jobs.append((rel, est.reserve, est.seconds, est.cpu, est.curve))
         heavy.append((est.peak, rel, est.source))
-    pred = simulate(jobs, ctx.budget, ctx.jobs)
+    unity = ctx.recipe.memory.unity  # a bool, or ${options.NAME} (then substituted)
+    if ctx.recipe.build_system == "cmake" and unity is not False and \
+            switch(unity, ctx.values() if isinstance(unity, str) else {}):
+        jobs = _unity(jobs, ctx.recipe.memory.unity_batch_size)
+    pred = _forecast(tuple(jobs), ctx.budget, ctx.jobs)
     heavy.sort(reverse=True)
     lightest = HeavyJob(heavy[-1][1], heavy[-1][0], heavy[-1][2]) if heavy else None
     return Prediction(jobs=pred.jobs, wall=round(pred.wall, 1), peak=pred.peak,

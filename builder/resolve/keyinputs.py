@@ -22,6 +22,7 @@ from builder.errors import Diagnostic, Location, RecipeError
 from builder.recipe.model import Recipe
 from builder.recipe.subst import Interpolated, env_default, variables
 from builder.recipe.yamlload import format_path
+from builder.util.memo import per_object
 
 __all__ = ["compile_texts", "env_inputs", "env_names", "env_values", "require_set",
            "test_texts", "texts"]
@@ -42,6 +43,7 @@ def compile_texts(recipe: Recipe) -> list[str]:
     return [t.text for t in recipe.substituted if t.scope != "test"]
 
 
+@per_object
 def _refs(recipe: Recipe) -> list[tuple[str, str | None, Interpolated]]:
     """(NAME, default or None, the text) of each ``${env.NAME}`` the recipe writes."""
     out = []

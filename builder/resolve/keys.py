@@ -88,6 +88,7 @@ from builder.recipe.model import BuildSpec, OptionValue, Recipe, digest, option_
 from builder.resolve import render
 from builder.resolve.system import packages_for
 from builder.resolve.system import table as system_table
+from builder.util.memo import per_object
 from builder.workspace.state import InstallRecord, State
 
 __all__ = ["FORMAT", "KeyInputs", "compile_key", "conan_pins", "config_key", "model_digest",
@@ -104,6 +105,7 @@ FORMAT = "builder-3"
 ConanPin = tuple[str, str, str]
 
 
+@per_object
 def model_digest(recipe: Recipe) -> str:
     """What in a recipe changes its compiled files: the model without its tests, its
     description, file name and positions — so editing a test, a comment or moving the
@@ -135,6 +137,7 @@ def _later_fields(recipe: Recipe) -> str:
     return text + (f"cxx_standard={recipe.cxx_standard}" if recipe.cxx_standard else "")
 
 
+@per_object
 def test_digest(recipe: Recipe) -> str:
     """What in a recipe only its tests and its wheel use: the tests (every field), the
     description (the wheel's summary) and the wheel settings."""

@@ -88,6 +88,8 @@ def _requested(recipe: Recipe, request: Request, host: HostFacts
                    if t in recipe.build_types] or list(recipe.build_types[:1])
     pythons = checks.pythons_for(recipe, request, host) \
         if recipe.python.abi == "cpython" else [""]
+    if recipe.python.abi == "cpython" and request.pythons and request.pythons != ("all",):
+        pythons = list(request.pythons)  # one it does not support: a skip that says why
     return [(b, bt, py) for b in backends for bt in build_types for py in pythons]
 
 
@@ -165,7 +167,13 @@ class _Resolution:
                                 f"-o {recipe.name}:{recipe.enabled_by}=true to build it"))
             hard = True
         wanted = checks.pythons_for(recipe, request, host)
-        if not wanted and request.pythons and request.pythons != ("all",):
+        if python and recipe.python.versions and python not in recipe.python.versions:
+            problems.insert(0, (f"Python {python} is not among the versions {recipe.name} "
+                                f"supports ({', '.join(recipe.python.versions)})",
+                                "ask for a supported version with --python, or add it to "
+                                f"python.versions in {recipe.display}"))
+            hard = True
+        elif not wanted and request.pythons and request.pythons != ("all",):
             problems.append((f"Python {', '.join(request.pythons)} is not among the versions "
                              f"{recipe.name} supports ({', '.join(recipe.python.versions)})",
                              "ask for a supported version with --python"))
@@ -316,6 +324,8 @@ class _Resolution:
         try:
             new_steps = _STEPS.get(recipe.build_system, cmake_steps)(ctx)
         except SubstitutionError as exc:
+            if variant.status == SKIP:  # e.g. ${python} of an interpreter this host lacks
+                return variant, []
             raise checks.no_value(recipe, exc.name) from None
         compiled = ctx.compiled or any(s.kind == "publish-kernels" and s.status == CACHED
                                        for s in new_steps)

@@ -35,13 +35,14 @@ from builder.util.shapes import (
     list_of,
     number,
     obj,
+    optional,
     string,
 )
 
-__all__ = ["MAX_RECORD_BYTES", "T", "own", "parse_digest_cache", "parse_history",
-           "parse_host_cache", "parse_jobs_report", "parse_kernel_installs", "parse_last_build",
+__all__ = ["MAX_RECORD_BYTES", "T", "own", "parse_digest_cache", "parse_host_cache",
+           "parse_jobs_report", "parse_kernel_installs", "parse_last_build",
            "parse_lockfile", "parse_manifest", "parse_step_times", "read_digest_cache",
-           "read_history", "read_host_cache", "read_jobs_report", "read_json",
+           "read_host_cache", "read_jobs_report", "read_json",
            "read_kernel_installs", "read_last_build", "read_lockfile", "read_manifest",
            "read_step_times", "set_aside", "user", "write_digest_cache", "write_json"]
 
@@ -245,12 +246,6 @@ def write_digest_cache(path: Path, entries: dict[str, tuple[int, int, int, int, 
         write_json(path, {"version": 1, "files": {k: list(v) for k, v in entries.items()}})
 
 
-def _opt(d: dict[str, Any], key: str, check: Callable[[Any, str], Any], where: str) -> None:
-    """An optional field: checked when present (null allowed)."""
-    if d.get(key) is not None:
-        check(d[key], f"{where}.{key}")
-
-
 def _pair_list(v: Any, where: str) -> list[Any]:
     for i, pair in enumerate(list_of(v, where)):
         p = list_of(pair, f"{where}[{i}]")
@@ -289,19 +284,19 @@ def parse_host_cache(data: Any) -> dict[str, Any]:
         if key.startswith("tool:"):
             d = obj(v, key)
             get(d, "version", string, key)
-            _opt(d, "archs", _strings, key)
-            _opt(d, "static_runtime", boolean, key)
-            _opt(d, "identity", string, key)
-            _opt(d, "files", _file_stats, key)
+            optional(d, "archs", _strings, key)
+            optional(d, "static_runtime", boolean, key)
+            optional(d, "identity", string, key)
+            optional(d, "files", _file_stats, key)
         elif key.startswith("python|"):
             d = obj(v, key)
             if d:  # {}: the interpreter could not be probed
                 for f in ("version", "full"):
                     get(d, f, string, key)
                 get(d, "packages", _pair_list, key)
-                _opt(d, "cmake_prefixes", _pair_list, key)
-                _opt(d, "purelib", string, key)
-                _opt(d, "purelib_mtime", lambda x, w: number(x, w, -1e300), key)
+                optional(d, "cmake_prefixes", _pair_list, key)
+                optional(d, "purelib", string, key)
+                optional(d, "purelib_mtime", lambda x, w: number(x, w, -1e300), key)
         elif key.startswith("dpkg-multiarch|"):
             _pair_list(v, key)
         else:
@@ -315,28 +310,6 @@ def read_host_cache(path: Path) -> dict[str, Any]:
 
 
 # memory-history.json: measured compiles
-
-def parse_history(data: Any) -> dict[str, dict[str, Any]]:
-    d = obj(data)
-    jobs = obj(d.get("jobs", {}), "jobs")
-    for key, rec in jobs.items():
-        r = obj(rec, f"jobs.{key}")
-        w = f"jobs.{key}"
-        get(r, "file", string, w)
-        get(r, "peak", integer, w)
-        for f in ("seconds", "cpu", "when"):
-            _opt(r, f, number, w)
-        _opt(r, "runs", integer, w)
-        _opt(r, "prev_peak", integer, w)
-        _opt(r, "oom", boolean, w)
-        _opt(r, "curve", _numbers, w)
-        _opt(r, "prev_curve", _numbers, w)
-        _opt(r, "cpus", _numbers, w)
-    return dict(jobs)
-
-
-def read_history(path: Path) -> dict[str, dict[str, Any]]:
-    return own(path, parse_history, dict)
 
 
 # step-times.json: step key → seconds
@@ -355,7 +328,7 @@ def parse_last_build(data: Any) -> dict[str, Any]:
     d = obj(data)
     for f in ("started", "ended"):
         get(d, f, lambda x, w: number(x, w, -1e300))
-    _opt(d, "budget", number, "")
+    optional(d, "budget", number, "")
     get(d, "host", string, default="")
     s = get(d, "summary", obj)
     for f in ("done", "cached", "skipped", "failed", "aborted"):
@@ -364,20 +337,20 @@ def parse_last_build(data: Any) -> dict[str, Any]:
         vo = obj(v, f"variants[{i}]")
         for f in ("id", "status"):
             get(vo, f, string, f"variants[{i}]")
-        _opt(vo, "reason", string, f"variants[{i}]")
+        optional(vo, "reason", string, f"variants[{i}]")
     for i, st in enumerate(list_of(d.get("steps", []), "steps")):
         so = obj(st, f"steps[{i}]")
         get(so, "id", string, f"steps[{i}]")
-        _opt(so, "status", string, f"steps[{i}]")
+        optional(so, "status", string, f"steps[{i}]")
         for f in ("start", "end", "seconds"):
-            _opt(so, f, lambda x, w: number(x, w, -1e300), f"steps[{i}]")
+            optional(so, f, lambda x, w: number(x, w, -1e300), f"steps[{i}]")
     for i, j in enumerate(list_of(d.get("compile_jobs", []), "compile_jobs")):
         jo = obj(j, f"compile_jobs[{i}]")
         get(jo, "file", string, f"compile_jobs[{i}]")
         for f in ("t_start", "t_end"):
             get(jo, f, lambda x, w: number(x, w, -1e300), f"compile_jobs[{i}]")
         for f in ("peak", "estimate"):
-            _opt(jo, f, number, f"compile_jobs[{i}]")
+            optional(jo, f, number, f"compile_jobs[{i}]")
     return d
 
 
@@ -392,13 +365,13 @@ def parse_jobs_report(data: Any) -> dict[str, Any]:
     d = obj(data)
     get(d, "step", string)
     number(d.get("wall0", 0), "wall0", -1e300)
-    _opt(d, "budget", number, "")
+    optional(d, "budget", number, "")
     for i, j in enumerate(list_of(d.get("jobs", []), "jobs")):
         jo = obj(j, f"jobs[{i}]")
         get(jo, "queued", lambda x, w: number(x, w, -1e300), f"jobs[{i}]")
         for f in ("started", "ended"):
-            _opt(jo, f, lambda x, w: number(x, w, -1e300), f"jobs[{i}]")
-        _opt(jo, "file", string, f"jobs[{i}]")
+            optional(jo, f, lambda x, w: number(x, w, -1e300), f"jobs[{i}]")
+        optional(jo, "file", string, f"jobs[{i}]")
     return d
 
 
@@ -415,8 +388,8 @@ def parse_lockfile(data: Any, version: int) -> dict[str, Any]:
     for name, v in get(d, "variants", obj).items():
         vo = obj(v, f"variants.{name}")
         w = f"variants.{name}"
-        _opt(vo, "version", string, w)
-        _opt(vo, "archs", _strings, w)
+        optional(vo, "version", string, w)
+        optional(vo, "archs", _strings, w)
         for group in ("options", "pins"):
             if vo.get(group) is not None:
                 for k, val in obj(vo[group], f"{w}.{group}").items():

@@ -7,7 +7,8 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["ShapeError", "boolean", "get", "integer", "list_of", "number", "obj", "string"]
+__all__ = ["ShapeError", "boolean", "get", "integer", "list_of", "number", "obj", "optional",
+           "string"]
 
 T = TypeVar("T")
 
@@ -79,3 +80,9 @@ def get(d: dict[str, Any], key: str, check: Callable[[Any, str], T], where: str 
             raise ShapeError(path, "missing")
         return default
     return check(d[key], path)
+
+
+def optional(d: dict[str, Any], key: str, check: Callable[[Any, str], Any], where: str) -> None:
+    """An optional field: checked when present (null allowed)."""
+    if d.get(key) is not None:
+        check(d[key], f"{where}.{key}")

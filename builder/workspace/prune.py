@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -51,15 +50,12 @@ def human(n: float) -> str:
     raise AssertionError  # pragma: no cover
 
 
-_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def parse_age(text: str) -> float:
-    """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` → seconds.  Raises ValueError."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
-    if not m:
-        raise ValueError(f"not a duration: {text!r} (try 30d, 12h or 2w)")
-    return float(m.group(1)) * _AGE_UNITS[m.group(2)]
+    """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` → seconds
+    (:func:`builder.util.units.parse_duration`).  Raises ValueError."""
+    from builder.util.units import parse_duration
+
+    return parse_duration(text)
 
 
 # -- info ---------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from builder.memory.history import History
 from builder.recipe.model import Recipe
 from builder.source.cmakelists import listed_sources
 from builder.source.digest import StatCache, compile_units, tree_digests
-from builder.source.fetch import is_fetched, read_marker
+from builder.source.fetch import is_fetched, read_marker, source_key
 from builder.source.inputs import parse_record, verify
 from builder.workspace.paths import Workspace
 
@@ -220,9 +220,17 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     units: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
     notes: list[str] = []
     for r in recipes:
-        if r.build_system in ("cmake", "python", "xmake") and r.sources and \
-                r.sources[0].kind == "path":
-            root = Path(r.sources[0].location) / r.sources[0].subdir
+        src = r.sources[0] if r.sources else None
+        if r.build_system in ("cmake", "python", "xmake") and src is not None:
+            if src.kind == "path":
+                root = Path(src.location) / src.subdir
+            else:  # a git or url source: its files are known once it is fetched
+                digests = tuple(file_digests.get(p, "") for p in src.patches)
+                fetched_to = ws.sources / source_key(src.kind, src.location, src.rev,
+                                                     src.sha256, digests)
+                if not is_fetched(fetched_to):
+                    continue
+                root = fetched_to / src.subdir
             if str(root) not in units:
                 units[str(root)], note = project_units(r.name, root,
                                                        cmake=r.build_system == "cmake")

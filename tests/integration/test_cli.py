@@ -41,6 +41,10 @@ def test_build_runs_the_phases_in_order(project: Path, cli) -> None:  # type: ig
     r2 = cli("build", "app", cwd=project, runner=again)
     assert r2.code == 0 and again.calls == []
     assert r2.out.startswith("nothing to do: 2 variant(s) up to date")
+    assert len(r2.out.splitlines()) == 1, r2.out  # one line; the details with -v
+    r3 = cli("build", "app", "-v", "--skip-unsupported", "-b", "cpu", cwd=project,
+             runner=again)
+    assert r3.code == 0 and r3.out.startswith("nothing to do: 2 variant(s) up to date")
 
 
 def test_build_names_each_skip_with_its_fix(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -178,3 +182,16 @@ def test_named_recipe_that_cannot_build_here_is_an_error(project: Path, cli) -> 
     assert r.code == 4
     assert "cannot build greet/" in r.err and "nosuchpkg is not installed for Python" in r.err
     assert "fix: " in r.err and "pip install 'nosuchpkg>=1'" in r.err
+
+
+def test_a_noop_build_is_one_line_unless_verbose(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    first = cli("build", "greetx", "--skip-unsupported", cwd=project, runner=RecordingRunner())
+    assert first.code == 0, first.err
+    again = cli("build", "greetx", "--skip-unsupported", cwd=project, runner=RecordingRunner())
+    assert again.code == 0, again.err
+    [line] = again.out.splitlines()
+    assert line.startswith("nothing to do: ") and " skipped (" in line and \
+        "-v for why" in line, again.out
+    verbose = cli("build", "greetx", "--skip-unsupported", "-v", cwd=project,
+                  runner=RecordingRunner())
+    assert "  skipped greetx/macos-release-" in verbose.out, verbose.out

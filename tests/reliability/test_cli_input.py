@@ -138,3 +138,80 @@ def test_ctrl_c_during_start_up_is_exit_130(project: Path, tmp_path: Path) -> No
         assert "Traceback" not in err and "interrupted" in err, err
         handled += 1
     assert handled >= 3
+
+
+@pytest.mark.parametrize("py", ["3", "3.", "py3.12", "/usr/bin/python3", "./venv/bin/python",
+                                "python3.12", "3.12.1", ""])
+def test_a_python_that_is_not_a_version_is_a_usage_error(project: Path, tmp_path: Path,
+                                                          py: str,
+                                                          cli: Callable[..., CliResult],
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    usage(cli, project, tmp_path / "s", "build", "greet", "-p", py)
+    assert "--python" in capsys.readouterr().err
+    assert not (tmp_path / "s" / "build").exists()
+
+
+def _py311_only(project: Path) -> None:
+    text = (project / "recipes" / "greet.yaml").read_text(encoding="utf-8")
+    (project / "recipes" / "greet.yaml").write_text(
+        text + 'python:\n  versions: ["3.11"]\n  abi: cpython\n', encoding="utf-8")
+
+
+def test_a_python_the_recipe_does_not_list_fails_the_build(project: Path, tmp_path: Path,
+                                                            cli: Callable[..., CliResult]
+                                                            ) -> None:
+    """`-p 3.12` for a recipe that lists only 3.11 selects no variant it can build: an
+    error naming the reason, not "nothing to do" with exit 0 (a CI job would pass)."""
+    _py311_only(project)
+    runner = RecordingRunner()
+    r = cli("--state-dir", str(tmp_path / "s"), "build", "greet", "-p", "3.12", cwd=project,
+            runner=runner)
+    assert r.code == 4 and "Python 3.12 is not among the versions greet supports (3.11)" \
+        in r.err, r.out + r.err
+    assert runner.calls == []
+    plan = run(cli, project, tmp_path / "s", "plan", "greet", "-p", "3.12", "--no-commands")
+    assert plan.code == 0 and "[skip] cpu release py3.12" in plan.out, plan.out
+
+
+def test_a_build_where_everything_is_skipped_is_an_error(project: Path, tmp_path: Path,
+                                                         cli: Callable[..., CliResult]
+                                                         ) -> None:
+    """Even with --all and --skip-unsupported: a build that selects only skipped variants
+    built nothing, and says so with exit 4 (not "0 variant(s) up to date", exit 0)."""
+    _py311_only(project)
+    runner = RecordingRunner()
+    r = cli("--state-dir", str(tmp_path / "s"), "build", "greet", "-p", "3.12",
+            "--skip-unsupported", cwd=project, runner=runner)
+    assert r.code == 4 and "nothing to build: every selected variant is skipped" in r.err, \
+        r.out + r.err
+    assert "nothing to do" not in r.out and runner.calls == []
+    r = cli("--state-dir", str(tmp_path / "s"), "build", "greetx", "-b", "macos",
+            "--skip-unsupported", cwd=project, runner=runner)
+    assert r.code == 4 and "macos" in r.err, r.out + r.err
+
+
+@pytest.mark.parametrize("argv", [["--", "x", "--"], ["", ""], ["a b", "https://h.example"],
+                                  ["--", "--help", "https://h.example"],
+                                  ["--", "-r", "https://h.example"], ["x\n", "https://h"],
+                                  ["x", "ftp://h.example"], ["x", "h.example"],
+                                  ["x", "https://"], ["x", "http://h:port"],
+                                  ["x", "https://h/a b"], ["x", ""]])
+def test_a_bad_remote_is_refused_before_conan(project: Path, tmp_path: Path,
+                                              argv: list[str],
+                                              cli: Callable[..., CliResult]) -> None:
+    """Names that Conan would read as options, empty or spaced names, non-http URLs: a
+    usage error naming what a remote may be; Conan and its home are never touched."""
+    state = tmp_path / "s"
+    r = cli("--state-dir", str(state), "remote", "add", *argv, cwd=project)
+    assert r.code == 2 and "remote" in r.err.lower() and "Traceback" not in r.err, r.err
+    assert not (state / "conan").exists() and r.out == ""
+
+
+@pytest.mark.parametrize("flag", ["--remote", "--conan-remote"])
+def test_a_remote_flag_that_reads_as_an_option_is_refused(project: Path, tmp_path: Path,
+                                                          flag: str,
+                                                          cli: Callable[..., CliResult]
+                                                          ) -> None:
+    r = run(cli, project, tmp_path / "s", "plan", "greet", f"{flag}=--help")
+    assert r.code == 2 and flag in r.err, r.err

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builder.util import records
+from builder.util import history_records, records
 from builder.util.runner import RecordingRunner
 from tests.conftest import CliResult
 
@@ -60,7 +60,7 @@ VALID: dict[str, Any] = {
 }
 READERS: dict[str, Callable[[Path], object]] = {
     "host.json": records.read_host_cache,
-    "memory-history.json": records.read_history,
+    "memory-history.json": history_records.read_history,
     "step-times.json": records.read_step_times,
     "last-build.json": records.read_last_build,
     "kernel-installs.json": records.read_kernel_installs,

@@ -228,7 +228,7 @@ def test_human_and_ages() -> None:
     assert cache.human(10 * 2**30) == "10.0 GiB"
     assert cache.parse_age("30d") == 30 * DAY and cache.parse_age("12h") == 12 * 3600
     with pytest.raises(ValueError):
-        cache.parse_age("30 days")
+        cache.parse_age("30 fortnights")
 
 
 def test_empty_state(tmp_path: Path) -> None:

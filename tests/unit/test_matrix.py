@@ -296,3 +296,23 @@ def test_cli_matrix(project: Path, cli: Callable[..., CliResult]) -> None:
     assert "nox -s build-cuda-3.11" in written
     r = cli("matrix", "--write-workflow", cwd=project)
     assert r.code == 0 and "up to date" in r.out
+
+
+def test_estimate_from_history_named_as_builds_record_it(tmp_path: Path,
+                                                         repo_recipes: list[Recipe]) -> None:
+    """A build records a compile as ``<recipe>:<path below the source root>``
+    (memory.compileid), wherever the source folder is: the matrix finds it by that name."""
+    from builder.memory.compileid import compile_id
+
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
+    r = by_name(repo_recipes)
+    root = r["libamm"].sources[0].location
+    h = History(tmp_path / "memory-history.json")
+    h.record("k1", compile_id(f"{root}/src/a.cpp", root, "/b", "libamm"), 1 << 20, 20.0)
+    h.record("k2", compile_id(f"{root}/src/b.cpp", root, "/b", "libamm"), 1 << 20, 5.0)
+    h.save()
+    hist = cimatrix.read_history(tmp_path / "memory-history.json")
+    roots = {n: cimatrix.source_roots(rec, tmp_path) for n, rec in r.items()}
+    m = cimatrix.ci_matrix(repo_recipes, history=hist, roots=roots)
+    job = next(j for j in m.jobs if j.session == "build-cpu-3.11")
+    assert dict(job.to_json()["seconds_by_recipe"])["libamm"] == 25.0

@@ -92,3 +92,26 @@ def test_live_progress_shows_memory_and_eta() -> None:
     assert "0/1 steps" in text and "ETA ~120s" in text
     assert "memory reserved 3.0 GiB of 4.0 GiB budget" in text
     assert "src/heavy.cpp" in text and "2 waiting" in text
+
+
+def test_a_large_budget_scales_the_memory_chart_to_what_was_used(tmp_path: Path) -> None:
+    """With a budget far above the use, the chart is scaled to the use (not a flat line at
+    0) and the budget is named above it; absolute paths are shown below their common
+    folder (the full path is the cell's title) and numbers never wrap."""
+    (tmp_path / ".builder-state").write_text("")  # a folder builder owns (the writer)
+    ws = Workspace.at(tmp_path)
+    _record(ws)
+    rec = json.loads((ws.state / "last-build.json").read_text())
+    rec["budget"] = 120 * 2**30
+    for j in rec["compile_jobs"]:
+        j["file"] = "/home/u/a/very/long/project/path/" + j["file"]
+    (ws.state / "last-build.json").write_text(json.dumps(rec))
+    page = report.write(ws, None).read_text()
+    assert '<line class="budget"' not in page and "budget 122,880 MiB ↑" in page
+    pts = re.search(r'<polyline class="mem" points="([^"]+)"', page)
+    assert pts is not None
+    ys = [float(p.split(",")[1]) for p in pts.group(1).split()]
+    assert min(ys) < 60, "the highest use reaches the upper part of the 200 px chart"
+    assert '<td title="/home/u/a/very/long/project/path/src/c.cpp">c.cpp</td>' in page
+    assert "white-space:nowrap" in page
+    assert report.memory_scale(2.5e9, 2.2e9) == (2.75e9, True)

@@ -356,7 +356,10 @@ def test_cli_names_the_platform_it_cannot_build(project: Path, cli) -> None:  # 
     assert r.code == 4 and recorder.calls == []
     assert "cannot build greetx/macos-release-" in r.err
     assert "macOS targets build on a macOS host only\n  fix: run the build on a macOS" in r.err
+    # skipping it leaves nothing to build: still exit 4 (a CI job must not pass having
+    # built nothing), naming the variant and why
     r = cli("build", "greetx", "--backend", "macos", "--skip-unsupported", cwd=project,
             runner=recorder)
-    assert r.code == 0 and recorder.calls == []
-    assert "skipped greetx/macos-release-" in r.out
+    assert r.code == 4 and recorder.calls == []
+    assert "nothing to build: every selected variant is skipped; greetx/macos-release-" \
+        in r.err

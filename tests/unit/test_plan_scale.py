@@ -1,0 +1,74 @@
+"""Planning is linear in the number of variants: what is derived from a recipe alone (its
+model digest, the texts it substitutes) is made once per recipe, not once per variant,
+and a plan's steps are found by variant through an index.  (The figures — 10,000
+variants in seconds — are bench/plan_speed.py's; these tests count the work.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder.plan import text as planfmt
+from builder.plan.model import BuildPlan
+from builder.recipe.model import Recipe
+from builder.recipe.recipeset import RecipeSet
+from builder.resolve.request import Request
+from builder.resolve.resolver import resolve
+from builder.workspace.paths import Workspace
+from builder.workspace.state import read_state
+from tests.conftest import host
+
+
+def _wide(tmp_path: Path, backends: int) -> tuple[Workspace, RecipeSet]:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "CMakeLists.txt").write_text("project(x)\nadd_library(x a.cpp)\n")
+    (tmp_path / "src" / "a.cpp").write_text("int f() { return 1; }\n")
+    (tmp_path / "recipes").mkdir()
+    names = "".join(f"  b{i}: {{kind: cpu}}\n" for i in range(backends - 1))
+    (tmp_path / "recipes" / "wide.yaml").write_text(
+        "package: {name: wide, version: '1.0.0'}\nsource: {path: ../src}\n"
+        "build: {build_types: [release, debug]}\nbackends:\n  cpu: {}\n" + names)
+    ws = Workspace.at(tmp_path)
+    return ws, RecipeSet.load(ws.recipes_dir)
+
+
+def _plan(ws: Workspace, rs: RecipeSet) -> BuildPlan:
+    return resolve(rs.recipes, rs, Request(build_types=("release", "debug")),
+                   host("linux-cuda13"), read_state(ws, rs.recipes), ws)
+
+
+def test_a_recipe_is_digested_once_not_once_per_variant(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    ws, rs = _wide(tmp_path, 60)
+    calls = [0]
+    plain = Recipe.__repr__
+
+    def counted(self: Recipe) -> str:
+        calls[0] += 1
+        return plain(self)
+
+    monkeypatch.setattr(Recipe, "__repr__", counted)
+    plan = _plan(ws, rs)
+    assert len(plan.variants) == 120
+    assert calls[0] <= 4, f"the recipe was rendered {calls[0]} times for 120 variants"
+
+
+def test_steps_by_variant_match_a_scan_and_text_shows_each_once(tmp_path: Path) -> None:
+    ws, rs = _wide(tmp_path, 30)
+    plan = _plan(ws, rs)
+    for v in plan.variants:
+        assert plan.steps_of(v.id) == [s for s in plan.steps if s.variant == v.id]
+    shown = planfmt.text(plan)
+    assert shown == "".join(planfmt.text_lines(plan))
+    assert sum(1 for line in shown.splitlines() if line.endswith("] render")) == 60
+
+
+def test_the_json_plan_round_trips(tmp_path: Path) -> None:
+    import json
+
+    ws, rs = _wide(tmp_path, 5)
+    plan = _plan(ws, rs)
+    again = BuildPlan.from_json(json.loads(planfmt.to_json(plan)))
+    assert again.to_json() == plan.to_json()
