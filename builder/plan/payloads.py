@@ -152,6 +152,12 @@ class WheelBuild:
     requires_python: str = ""
     classifiers: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    #: a folder holding the one wheel the project's own build made (``build.system:
+    #: python``): it is re-tagged and repaired rather than written from ``src``
+    from_wheel: str = ""
+    #: the CUDA toolkit version whose runtime libraries come from NVIDIA's wheels
+    #: (``Requires-Dist`` and an RPATH into site-packages instead of a grafted copy)
+    toolkit: str = ""
 
 
 @dataclass(frozen=True)

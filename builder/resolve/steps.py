@@ -33,6 +33,7 @@ from builder.recipe.model import FlagSet, OptionValue, Recipe, digest, option_te
 from builder.recipe.subst import substitute
 from builder.source.fetch import source_key
 from builder.wheels.metadata import WheelPlan, plan_wheel
+from builder.wheels.runtime import exclusions as runtime_exclusions
 from builder.workspace.paths import Workspace
 
 __all__ = ["BUILD_TIMEOUT", "VARIANT_KINDS", "StepCommon", "VariantContext", "collect_step",
@@ -295,10 +296,14 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
                                      sha256=sha, dest=str(dest), partial=partial))]
 
 
-def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list[Step]:
+def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
+                from_wheel: str = "") -> list[Step]:
     """A wheel of the recipe's Python package, once per variant: per Python version for
     ``abi: cpython``, else one ``py3-none`` (or ``abi3``) wheel that every Python version
-    installs; repaired to a manylinux tag where it qualifies (:mod:`builder.wheels`)."""
+    installs; repaired to a manylinux tag where it qualifies (:mod:`builder.wheels`).
+    ``from_wheel`` names the folder of the wheel the project's own build made
+    (``build.system: python``): it gets the same naming, pins, repair and runtime paths.
+    Its commands run only when the written wheel holds binaries."""
     r, v = ctx.recipe, ctx.variant
     if not r.python.versions:
         return []
@@ -327,6 +332,12 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
         prefixes = [v.prefix, *(d.prefix for d, _ in ctx.deps)]
         env = (("AUDITWHEEL_LD_LIBRARY_PATH", ":".join(
             str(Path(p) / sub) for p in prefixes for sub in ("lib", "lib64"))),)
+    # lean: an RPATH into NVIDIA's wheels, set after the repair (which drops outside ones)
+    if runtime_exclusions(wp.toolkit) and ctx.host.tool("patchelf") is not None:
+        commands += ((ctx.host.builder_python or "python3", "-m", "builder.wheels.runtime",
+                      str(out_dir / (".repaired" if wp.policy else ".raw")),
+                      "--toolkit", wp.toolkit,
+                      "--patchelf", tool(ctx.host, "patchelf", "patchelf")),)
     floor = min(r.python.versions, key=lambda x: tuple(int(n) for n in x.split(".")))
     return [Step(id=f"{v.id}/wheel", kind="wheel", variant=v.id, deps=(after,),
                  commands=commands, env=env, cwd=str(out_dir),
@@ -339,7 +350,8 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list
                      torch=wp.torch, per_python=wp.per_python, requires=tuple(wp.requires),
                      requires_python=f">={r.python.abi3_floor}" if r.python.abi == "abi3"
                      else f">={floor}", classifiers=tuple(wp.classifiers),
-                     keywords=tuple(wp.keywords)))]
+                     keywords=tuple(wp.keywords), from_wheel=from_wheel,
+                     toolkit=wp.toolkit))]
 
 
 def plan_wheel_of(ctx: VariantContext, native: bool) -> WheelPlan:

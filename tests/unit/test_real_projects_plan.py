@@ -50,7 +50,7 @@ def test_python_build_plan_puts_the_launcher_in_front_of_every_compiler(tmp_path
     plan = plan_for(project(tmp_path, PY), ["fo"], "linux-cuda13")
     cpu = next(v for v in plan.variants if v.backend == "cpu")
     kinds = [s.id.rsplit("/", 1)[1] for s in plan.steps_of(cpu.id)]
-    assert kinds == ["prepare", "build", "collect", "test:unit", "publish"]
+    assert kinds == ["prepare", "build", "collect", "test:unit", "publish", "wheel"]
     build = plan.step(f"{cpu.id}/build")
     env = dict(build.env)
     bdir = Path(cpu.prefix.replace("/install/", "/build/"))
@@ -67,7 +67,13 @@ def test_python_build_plan_puts_the_launcher_in_front_of_every_compiler(tmp_path
     assert isinstance(prep, payloads.PrepareBuild)
     assert dict(prep.wrappers)[env["CXX"]].endswith("++")
     collect = plan.step(f"{cpu.id}/collect").payload
-    assert isinstance(collect, payloads.CollectInstall) and collect.unpack and collect.wheel_to
+    assert isinstance(collect, payloads.CollectInstall) and collect.unpack
+    # the project's own wheel is renamed, pinned and repaired as a CMake recipe's is
+    wheel = plan.step(f"{cpu.id}/wheel")
+    assert isinstance(wheel.payload, payloads.WheelBuild)
+    assert wheel.payload.from_wheel == collect.wheel_from
+    assert wheel.payload.name == "fo" and wheel.payload.tag.startswith("cp311-cp311-linux")
+    assert "auditwheel and patchelf not found" in wheel.payload.note  # (this host has none)
     assert collect.files == ((f"{bdir}/extra/*.so", "lib"),)
     assert isinstance(plan.step(f"{cpu.id}/test:unit").payload, payloads.TestRun)
     cuda = next(v for v in plan.variants if v.backend == "cuda")
