@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +261,10 @@ class Executor:
         try:
             _, said, native = repair.write_raw(w)
             if step.commands and native:  # a wheel with no binary has nothing to repair
+                if w.patchelf:  # auditwheel looks for patchelf on PATH only
+                    path = os.pathsep.join((os.path.dirname(w.patchelf),
+                                            os.environ.get("PATH", os.defpath)))
+                    step = replace(step, env=(*step.env, ("PATH", path)))
                 try:
                     self.commands(step)
                 except StepFailed as failed:

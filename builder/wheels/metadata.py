@@ -100,10 +100,15 @@ class WheelPlan:
 
     @property
     def glob(self) -> str:
-        """A pattern the final file matches (aliases included; ``py3-none-any`` too for a
-        ``py3-none`` package, which is pure when it turns out to hold no binary)."""
+        """A pattern the final file matches (aliases included, in either order:
+        ``manylinux1_x86_64.manylinux_2_5_x86_64``; ``py3-none-any`` too for a ``py3-none``
+        package, which is pure when it turns out to hold no binary)."""
         if self.python_tag == "py3" and self.abi_tag == "none" and self.platform != "any":
             return f"{dist_name(self.dist)}-{self.version}-py3-none-*.whl"
+        if self.policy == "auto":  # auditwheel may put a legacy alias first
+            arch = self.platform.split("_", 1)[1]
+            return f"{dist_name(self.dist)}-{self.version}-{self.python_tag}-" \
+                   f"{self.abi_tag}-manylinux*_{arch}*.whl"
         return self.name[:-len(".whl")] + ("*.whl" if self.policy else ".whl")
 
 

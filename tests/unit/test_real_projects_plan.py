@@ -90,6 +90,10 @@ def test_cuda_python_build_gets_the_archs_and_the_nvcc_wrapper(tmp_path: Path) -
     assert env["CMAKE_CUDA_COMPILER_LAUNCHER"].endswith("builder.memory.launcher")
     assert "--config-settings=cmake.define.FO_ARCHS=80;90a" in \
         plan.step(f"{v.id}/build").commands[0]
+    # its wheel is named for its CUDA major, and cuBLAS & co. are never grafted into it
+    wheel = plan.step(f"{v.id}/wheel").payload
+    assert isinstance(wheel, payloads.WheelBuild)
+    assert wheel.name == "fo-cu13" and wheel.toolkit.startswith("13.")
 
 
 def test_build_settings_are_part_of_the_key(tmp_path: Path) -> None:
@@ -109,9 +113,13 @@ build: {system: xmake, configure_args: ["--fast=${options.fast}"]}
 options: {fast: {type: bool, default: true}}
 backends: {cpu: {}}
 flags: {release: {cxx: [-O2]}}
+python: {versions: ["3.11"], abi: none}
 """
     plan = plan_for(project(tmp_path, text, "xd"), ["xd"], "linux-cuda13")
     [v] = plan.variants
+    wheel = plan.step(f"{v.id}/wheel")  # an xmake project's wheel, as a CMake one's
+    assert isinstance(wheel.payload, payloads.WheelBuild) and wheel.deps == (f"{v.id}/publish",)
+    assert wheel.payload.src == f"{v.prefix}/python"
     assert v.status == SKIP and v.reason == "xmake not found"  # the fixture host has none
     configure = plan.step(f"{v.id}/configure").commands[0]
     assert configure[1:3] == ("f", "-P") and "--fast=y" in configure

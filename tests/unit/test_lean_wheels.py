@@ -1,0 +1,76 @@
+"""What a wheel depends on, decided from its binaries and data tables
+(builder.wheels.runtime, builder.wheels.repair.write_raw) — no tools needed."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from builder.plan.payloads import WheelBuild
+from builder.wheels.build import build_wheel
+from builder.wheels.repair import write_raw
+from builder.wheels.runtime import exclusions, libraries, requirements, runpath
+
+
+def test_cuda_13_wheels_have_no_suffix_and_cuda_12_ones_do() -> None:
+    assert requirements(["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13",
+                         "libc.so.6"], "13.0.88") == [
+        "nvidia-cublas>=13.0,<14", "nvidia-cuda-runtime>=13.0,<14"]
+    assert requirements(["libcudart.so.12", "libcufft.so.11"], "12.4.131") == [
+        "nvidia-cuda-runtime-cu12>=12.4,<13", "nvidia-cufft-cu12>=11,<12"]
+    assert requirements(["libcudart.so.13"], "") == []  # not a CUDA build
+    assert requirements(["libcudart.so.11"], "11.8.89") == []  # no wheels in the table
+    assert "libcublasLt.so*" in exclusions("13.0.88") and exclusions("") == ()
+
+
+def test_the_runtime_path_is_relative_to_the_member_and_per_wheel_folder() -> None:
+    libs13, libs12 = libraries("13.0"), libraries("12.8")
+    assert runpath("llaisys/libllaisys.so", ["libcublas.so.13"], libs13) == \
+        "$ORIGIN/../nvidia/cu13/lib"
+    assert runpath("a/b/x.so", ["libcudart.so.12", "libcublas.so.12"], libs12) == \
+        "$ORIGIN/../../nvidia/cuda_runtime/lib:$ORIGIN/../../nvidia/cublas/lib"
+    assert runpath("top.so", ["libcudart.so.13"], libs13) == "$ORIGIN/nvidia/cu13/lib"
+    assert runpath("p-1.0.data/platlib/p/x.so", ["libcudart.so.13"], libs13) == \
+        "$ORIGIN/../nvidia/cu13/lib"
+    assert runpath("p-1.0.data/scripts/tool", ["libcudart.so.13"], libs13) == ""
+    assert runpath("p/x.so", ["libm.so.6"], libs13) == ""
+
+
+def payload(tmp_path: Path, **kw: str) -> WheelBuild:
+    base = dict(src=str(tmp_path / "src"), name="pkg-cu13", version="0.1.0",
+                tag="py3-none-linux_x86_64", summary="", out_dir=str(tmp_path / "out"),
+                policy="auto")
+    base.update(kw)
+    return WheelBuild(**base)  # type: ignore[arg-type]
+
+
+def test_a_package_with_no_binary_is_written_pure(tmp_path: Path) -> None:
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    whl, said, native = write_raw(payload(tmp_path))
+    assert whl.name == "pkg_cu13-0.1.0-py3-none-any.whl" and not native
+    assert any("no binary" in s for s in said)
+
+
+def test_the_projects_own_wheel_is_renamed_and_keeps_its_metadata(tmp_path: Path) -> None:
+    (tmp_path / "tree" / "fo").mkdir(parents=True)
+    (tmp_path / "tree" / "fo" / "__init__.py").write_text("")
+    (tmp_path / "tree" / "fo" / "_ext.so").write_bytes(b"\x7fELF" + b"\0" * 60)
+    made = build_wheel(tmp_path / "tree", tmp_path / "dist", "fo", "0.1.0",
+                       "cp311-cp311-linux_x86_64", requires=("numpy",), summary="fused")
+    w = payload(tmp_path, from_wheel=str(tmp_path / "dist"), name="fo-cu13",
+                tag="cp311-cp311-linux_x86_64")
+    whl, _, native = write_raw(w)
+    assert native and whl.name == "fo_cu13-0.1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(whl) as z:
+        meta = z.read("fo_cu13-0.1.0.dist-info/METADATA").decode()
+        assert not [n for n in z.namelist() if n.startswith("fo-0.1.0")]
+    assert "Name: fo-cu13" in meta and "Requires-Dist: numpy" in meta
+    assert "Summary: fused" in meta
+    # a recipe whose version or ABI differs from what the project builds is an error
+    with pytest.raises(ValueError, match="set package.version to 0.1.0"):
+        write_raw(payload(tmp_path, from_wheel=str(made.parent), version="0.2.0"))
+    with pytest.raises(ValueError, match="set python.abi"):
+        write_raw(payload(tmp_path, from_wheel=str(made.parent), name="fo"))
