@@ -105,6 +105,10 @@ def parser() -> argparse.ArgumentParser:
                         help="leave out archs the toolchain cannot build, and backends or "
                              "target platforms this host cannot build, shown as skipped, "
                              "instead of failing")
+        sp.add_argument("--wheel-variants", action="store_true",
+                        help="also build one wheel per GPU arch (a PEP 825 variant wheel, "
+                             "e.g. cu13_sm90) besides the all-arch one (recipe: "
+                             "wheel.variants)")
         sp.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE",
                         help="memory the build may use, e.g. 6GiB (default: available memory "
                              "or the cgroup limit, less a reserve)")

@@ -83,7 +83,8 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
                    memory_budget=args.memory_budget, jobs=args.jobs,
                    run_tests=not getattr(args, "no_tests", False),
                    conan_remote=args.conan_remote, compiler_cache=args.compiler_cache,
-                   cache_remote=args.cache_remote, remote=getattr(args, "remote", ""))
+                   cache_remote=args.cache_remote, remote=getattr(args, "remote", ""),
+                   wheel_variants=getattr(args, "wheel_variants", False))
 
 
 def refuse_credentials(recipes: list) -> None:  # type: ignore[type-arg]

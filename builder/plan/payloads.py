@@ -163,6 +163,10 @@ class WheelBuild:
     #: what the SBOM says the wheel was made from: (kind, name, version, detail) rows
     #: of sources, compilers, Conan packages and required recipes
     provenance: tuple[tuple[str, str, str, str], ...] = ()
+    #: a variant wheel (builder.wheels.variants): its label, last in the file name, and
+    #: the properties its ``*.dist-info/variant.json`` declares
+    variant_label: str = ""
+    variant_properties: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

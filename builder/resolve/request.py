@@ -37,6 +37,7 @@ class Request:
     compiler_cache: str = ""  # none | ccache | sccache; "": the recipe's default, else none
     cache_remote: str = ""  # remote storage for the compiler cache, e.g. redis://127.0.0.1:6379
     remote: str = ""  # a Conan remote holding published variants (download, not build)
+    wheel_variants: bool = False  # also one variant wheel per GPU arch (PEP 825)
 
 
 def memory_budget(host: HostFacts, request: Request) -> int:

@@ -34,6 +34,8 @@ from builder.recipe.subst import substitute
 from builder.source.fetch import source_key
 from builder.wheels.metadata import WheelPlan, plan_wheel
 from builder.wheels.runtime import exclusions as runtime_exclusions
+from builder.wheels.variants import label as variant_label
+from builder.wheels.variants import properties as variant_properties
 from builder.workspace.paths import Workspace
 
 __all__ = ["BUILD_TIMEOUT", "VARIANT_KINDS", "StepCommon", "VariantContext", "collect_step",
@@ -81,6 +83,8 @@ class VariantContext:
     test_python_problems: tuple[tuple[str, str, str], ...] = ()
     #: path source → its content digest (a patched path source is copied under that key)
     source_digests: dict[str, str] = field(default_factory=dict)
+    #: the one GPU arch of a variant wheel's build ("" for the ordinary, all-arch one)
+    wheel_variant: str = ""
     #: State.done: test and wheel steps that succeeded, variant keys published
     done: frozenset[str] = frozenset()
     #: an install with the variant's compile key is complete: its compile steps are
@@ -308,6 +312,11 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
     if not r.python.versions and not from_wheel:
         return []
     wp = plan_wheel_of(ctx, native)
+    label, props = "", tuple[str, ...]()
+    if ctx.wheel_variant and wp.toolkit:
+        label = variant_label(wp.toolkit, ctx.wheel_variant)
+        props = variant_properties(wp.toolkit, ctx.wheel_variant)
+        wp = replace(wp, variant=label)
     # in the compile key's folder (it goes with the install, and a remote's package
     # holds it); made with this variant key (or before the install was published with it)
     out_dir = ctx.ws.wheel_dir(v.backend, v.compile_key)
@@ -353,6 +362,7 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
                      else f">={floor}" if floor else "", classifiers=tuple(wp.classifiers),
                      keywords=tuple(wp.keywords), from_wheel=from_wheel,
                      toolkit=wp.toolkit, provenance=provenance(ctx),
+                     variant_label=label, variant_properties=props,
                      patchelf=tool(ctx.host, "patchelf", "patchelf") if commands else ""))]
 
 

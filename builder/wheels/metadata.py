@@ -76,6 +76,7 @@ class WheelPlan:
     keywords: tuple[str, ...] = ()
     per_python: str = ""  # why the variant is (or is not) built once per Python
     toolkit: str = ""  # the CUDA toolkit whose runtime libraries come from NVIDIA's wheels
+    variant: str = ""  # a variant wheel's label (``cu13_sm90``), last in its file name
 
     @property
     def tag(self) -> str:
@@ -90,26 +91,29 @@ class WheelPlan:
     def name(self) -> str:
         """The final file name; ``*`` where auditwheel decides (``auto``).  A repaired
         wheel may carry a second, legacy alias (``manylinux_2_17_x86_64.manylinux2014…``)."""
+        label = f"-{self.variant}" if self.variant else ""
         if not self.policy:
-            return self.raw_name
+            return self.raw_name[:-len(".whl")] + label + ".whl"
         arch = self.platform.split("_", 1)[1]
         pol = "manylinux_*" if self.policy == "auto" else \
             MANYLINUX_ALIASES.get(self.policy, self.policy)
         return f"{dist_name(self.dist)}-{self.version}-{self.python_tag}-{self.abi_tag}-" \
-               f"{pol}_{arch}.whl"
+               f"{pol}_{arch}{label}.whl"
 
     @property
     def glob(self) -> str:
         """A pattern the final file matches (aliases included, in either order:
         ``manylinux1_x86_64.manylinux_2_5_x86_64``; ``py3-none-any`` too for a ``py3-none``
         package, which is pure when it turns out to hold no binary)."""
+        # a variant wheel ends in its label (each variant has a wheel folder of its own)
+        end = f"-{self.variant}.whl" if self.variant else ".whl"
         if self.python_tag == "py3" and self.abi_tag == "none" and self.platform != "any":
-            return f"{dist_name(self.dist)}-{self.version}-py3-none-*.whl"
+            return f"{dist_name(self.dist)}-{self.version}-py3-none-*{end}"
         if self.policy == "auto":  # auditwheel may put a legacy alias first
             arch = self.platform.split("_", 1)[1]
             return f"{dist_name(self.dist)}-{self.version}-{self.python_tag}-" \
-                   f"{self.abi_tag}-manylinux*_{arch}*.whl"
-        return self.name[:-len(".whl")] + ("*.whl" if self.policy else ".whl")
+                   f"{self.abi_tag}-manylinux*_{arch}*{end}"
+        return self.name[:-len(end)] + ("*" if self.policy else "") + end
 
 
 def torch_pin(version: str) -> str:

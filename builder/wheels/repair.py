@@ -20,7 +20,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_version
 
 from builder.plan.payloads import WheelBuild
-from builder.wheels import checks, runtime
+from builder.wheels import checks, runtime, variants
 from builder.wheels.build import (
     Member,
     dist_name,
@@ -142,8 +142,13 @@ def write_raw(w: WheelBuild) -> tuple[Path, list[str], bool]:
                     f"requires {', '.join(nvidia)}")
     meta = _with_headers(meta, w.name, [*requires, *w.requires] if w.from_wheel else requires)
     info = f"{dist_name(w.name)}-{w.version}.dist-info"
-    members = [m for m in members if m[0] != f"{info}/METADATA"]
+    members = [m for m in members if m[0] not in (f"{info}/METADATA", f"{info}/variant.json")]
     members.append((f"{info}/METADATA", meta.encode("utf-8"), 0o644))
+    if w.variant_label:  # named in the file name when the wheel is finished
+        members.append((f"{info}/variant.json",
+                        variants.variant_json(w.variant_properties, w.variant_label)
+                        .encode("utf-8"), 0o644))
+        said.append(f"variant {w.variant_label}: {'; '.join(w.variant_properties)}")
     wheel = write_wheel(members, raw_dir, w.name, w.version, tag)
     said.append(f"wrote {wheel.name}")
     return wheel, said, bool(elves)
@@ -162,7 +167,9 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     for old in folder.glob("*.whl"):
         if old.name.lower().startswith(dist):
             old.unlink()
-    final = folder / made[0].name
+    # a variant wheel's label goes last (PEP 825), after auditwheel has named the tags
+    final = folder / (made[0].name[:-len(".whl")] + f"-{w.variant_label}.whl"
+                      if w.variant_label else made[0].name)
     os.replace(made[0], final)
     shutil.rmtree(folder / RAW, ignore_errors=True)
     shutil.rmtree(folder / REPAIRED, ignore_errors=True)
