@@ -108,3 +108,65 @@ def test_the_sbom_lists_every_shared_object_with_its_digest() -> None:
                                          .hexdigest()]
     extra = [*members, ("p/b.so", elf + b"b", 0o755)]
     assert [p.split(":")[0] for p in check_sbom(extra, text)] == ["p/b.so"]
+
+
+VARIANTS = """\
+package: {name: vx, version: "0.1.0"}
+source: {path: ../src}
+backends:
+  cuda: {archs: [sm_80, sm_90]}
+python: {versions: ["3.11"], abi: none}
+"""
+
+
+def _variant_project(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "src").mkdir(parents=True)
+    (tmp_path / "src" / "CMakeLists.txt").write_text("project(vx LANGUAGES CXX CUDA)\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "vx.yaml").write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("how", ["flag", "recipe"])
+def test_wheel_variants_build_each_arch_alone_with_a_labelled_wheel(
+        tmp_path: Path, how: str) -> None:
+    from tests.unit.test_resolve import plan_for
+
+    text = VARIANTS + ("wheel: {variants: true}\n" if how == "recipe" else "")
+    plan = plan_for(_variant_project(tmp_path, text), ["vx"], "h100",
+                    wheel_variants=how == "flag")
+    by_archs = {v.archs: v for v in plan.variants}
+    assert set(by_archs) == {("sm_80", "sm_90"), ("sm_80",), ("sm_90",)}
+    keys = {v.compile_key for v in plan.variants}
+    assert len(keys) == 3  # each arch group compiles on its own
+    for archs, label in ((("sm_80",), "cu13_sm80"), (("sm_90",), "cu13_sm90")):
+        v = by_archs[archs]
+        assert f"-{archs[0]}-" in v.id
+        configure = next(s for s in plan.steps_of(v.id) if s.id.endswith("/configure"))
+        assert any(a == f"-DCMAKE_CUDA_ARCHITECTURES={archs[0][3:]}"
+                   for a in configure.commands[0]), configure.commands[0]
+        wheel = next(s.payload for s in plan.steps_of(v.id) if s.id.endswith("/wheel"))
+        assert isinstance(wheel, WheelBuild) and wheel.variant_label == label
+        assert f"nvidia :: sm_arch :: {archs[0][3:]}_real" in wheel.variant_properties
+        assert wheel.wheel.endswith(f"-{label}.whl")
+    fallback = next(s.payload for s in plan.steps_of(by_archs[("sm_80", "sm_90")].id)
+                    if s.id.endswith("/wheel"))
+    assert isinstance(fallback, WheelBuild) and not fallback.variant_label
+    # without the setting: the all-arch wheel only
+    assert len(plan_for(_variant_project(tmp_path / "b", VARIANTS), ["vx"], "h100")
+               .variants) == 1
+
+
+def test_variant_json_says_what_the_installer_matches() -> None:
+    import json
+
+    from builder.wheels.variants import label, properties, variant_json
+
+    pytest.importorskip("variantlib", reason="needs variantlib")
+    assert label("13.0.88", "sm_90a") == "cu13_sm90a"
+    doc = json.loads(variant_json(properties("13.0.88", "sm_86"), "cu13_sm86"))
+    assert doc["variants"]["cu13_sm86"]["nvidia"] == {
+        "cuda_version_lower_bound": ["13.0"], "cuda_version_upper_bound": ["14"],
+        "sm_arch": ["86_real"]}
+    assert doc["providers"]["nvidia"]["plugin-api"].startswith("nvidia_variant_provider")
