@@ -177,6 +177,10 @@ def parser() -> argparse.ArgumentParser:
                          "(e.g. https://upload.pypi.org/legacy/); credentials from "
                          "TWINE_USERNAME / TWINE_PASSWORD or the keyring, never the command "
                          "line")
+    pb.add_argument("--index-dir", default="", metavar="DIR", type=str,
+                    help="write the wheels into a static PEP 503 index folder instead "
+                         "(DIR/simple/...), with hashes and, for variant wheels, the "
+                         "release's variants.json: serve it with any web server")
     rm = sub.add_parser("remote", help="configure the Conan remotes builder may use",
                         description="Add, list or remove remotes in builder's project-local "
                         "Conan home (no remote is configured by default: builds are offline).")
