@@ -167,6 +167,8 @@ class WheelBuild:
     #: the properties its ``*.dist-info/variant.json`` declares
     variant_label: str = ""
     variant_properties: tuple[str, ...] = ()
+    #: the GPU archs the binaries must carry code for (their fatbin manifest is checked)
+    gpu_archs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

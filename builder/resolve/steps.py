@@ -363,6 +363,7 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
                      keywords=tuple(wp.keywords), from_wheel=from_wheel,
                      toolkit=wp.toolkit, provenance=provenance(ctx),
                      variant_label=label, variant_properties=props,
+                     gpu_archs=v.archs if wp.toolkit else (),
                      patchelf=tool(ctx.host, "patchelf", "patchelf") if commands else ""))]
 
 

@@ -7,6 +7,9 @@ the symbol or line at fault:
   older glibc than its binaries need would install and then fail to load;
 * **torch pin** — a wheel whose binaries link libtorch/libc10 requires
   ``torch==X.Y.*``: the C++ ABI of torch changes with every release;
+* **GPU code** — every CUDA binary of the package (not the libraries auditwheel grafted)
+  carries SASS for exactly the recipe's archs and PTX for none other
+  (:mod:`builder.wheels.fatbin`): a build flag that adds or drops an arch is a drift;
 * **SBOM coverage** — every shared object in the wheel is in its SBOM with the sha256
   of its bytes.
 """
@@ -21,10 +24,12 @@ from typing import Any
 
 from builder.wheels.build import Member
 from builder.wheels.elf import is_elf, needed_in
+from builder.wheels.fatbin import drift, manifest
 from builder.wheels.metadata import TORCH_SONAMES
 from builder.wheels.sbom import shared_objects
 
-__all__ = ["check_sbom", "check_symbols", "check_torch_pin", "symbol_versions"]
+__all__ = ["check_gpu_code", "check_sbom", "check_symbols", "check_torch_pin",
+           "gpu_code", "symbol_versions"]
 
 _LIB = {"GLIBC": "libc", "GLIBCXX": "libstdc++", "CXXABI": "libstdc++", "GCC": "libgcc_s"}
 
@@ -103,3 +108,29 @@ def check_sbom(members: list[Member], sbom: str) -> list[str]:
               for c in json.loads(sbom).get("components", [])}
     return [f"{rel}: not in the SBOM with sha256 {sha}"
             for rel, sha in shared_objects(members) if sha not in listed.get(rel, set())]
+
+
+def gpu_code(members: list[Member]) -> dict[str, str]:
+    """The GPU code manifest of each ELF member that has one."""
+    out = {}
+    for rel, data, _ in members:
+        found = manifest(data) if is_elf(data) else None
+        if found is not None:
+            out[rel] = found.describe()
+    return out
+
+
+def check_gpu_code(members: list[Member], archs: tuple[str, ...]) -> list[str]:
+    """Binaries whose GPU code differs from the recipe's archs (grafted libraries, under
+    ``*.libs/``, are someone else's build and not compared)."""
+    if not archs:
+        return []
+    problems = []
+    for rel, data, _ in members:
+        if not is_elf(data) or rel.split("/")[0].endswith(".libs"):
+            continue
+        found = manifest(data)
+        if found is not None and (why := drift(found, archs)):
+            problems.append(f"{rel}: {why} (found {found.describe()}; the recipe builds "
+                            f"{', '.join(archs)})")
+    return problems

@@ -162,7 +162,7 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     made = sorted(src.glob("*.whl"))
     if len(made) != 1:
         raise ValueError(f"expected one wheel in {src}, found {len(made)}")
-    seal(made[0], w.provenance)
+    seal(made[0], w.provenance, w.gpu_archs)
     dist = w.name.replace("-", "_").lower() + "-"
     for old in folder.glob("*.whl"):
         if old.name.lower().startswith(dist):
@@ -176,7 +176,8 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     return final
 
 
-def seal(whl: Path, provenance: tuple[tuple[str, str, str, str], ...] = ()) -> list[str]:
+def seal(whl: Path, provenance: tuple[tuple[str, str, str, str], ...] = (),
+         gpu_archs: tuple[str, ...] = ()) -> list[str]:
     """Check a finished wheel (:mod:`builder.wheels.checks`) and add its SBOM
     (:mod:`builder.wheels.sbom`), rewriting it in place; raises ValueError naming every
     file and symbol at fault.  Returns the SBOM's shared objects (for the log)."""
@@ -188,13 +189,14 @@ def seal(whl: Path, provenance: tuple[tuple[str, str, str, str], ...] = ()) -> l
                  if x.startswith("Name:")), dist)
     platforms = tag.split("-")[-1].split(".")
     problems = checks.check_symbols(members, platforms) + \
-        checks.check_torch_pin(members, meta)
+        checks.check_torch_pin(members, meta) + checks.check_gpu_code(members, gpu_archs)
     if problems:
         raise ValueError(f"{whl.name} fails its checks:\n  " + "\n  ".join(problems) +
                          "\n  fix: build with an older toolchain (a manylinux container) for "
                          "symbol versions; a torch extension needs torch in the build "
-                         "interpreter for its pin")
-    text = sbom_json(name, version, members, provenance)
+                         "interpreter for its pin; GPU code must match backends.<name>.archs "
+                         "(a flag adding -gencode/-arch in the project drifts from it)")
+    text = sbom_json(name, version, members, provenance, checks.gpu_code(members))
     missing = checks.check_sbom(members, text)
     if missing:  # the SBOM writer and the wheel disagree: never ship that
         raise ValueError(f"{whl.name}: SBOM incomplete:\n  " + "\n  ".join(missing))

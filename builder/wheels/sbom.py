@@ -4,8 +4,9 @@ CycloneDX written by ``cyclonedx-python-lib``.
 It lists what a user of the wheel must be able to trace:
 
 * every shared object in the wheel (the package's own, any auditwheel grafted) with the
-  sha256 of the bytes the wheel holds — computed from the final wheel, after repair and
-  RPATH changes, so a file changed after the fact no longer matches;
+  sha256 of the bytes the wheel holds (and, for CUDA binaries, the SASS/PTX archs
+  inside) — computed from the final wheel, after repair and RPATH changes, so a file
+  changed after the fact no longer matches;
 * the recipe's sources (a folder's content digest, a git commit, an archive's sha256);
 * the compilers the variant was built with, by name, version and path;
 * the Conan packages and required recipes it was built against.
@@ -34,8 +35,10 @@ def shared_objects(members: list[Member]) -> list[tuple[str, str]]:
 
 
 def sbom_json(name: str, version: str, members: list[Member],
-              provenance: tuple[tuple[str, str, str, str], ...]) -> str:
-    """The CycloneDX 1.6 JSON document for a wheel with these members."""
+              provenance: tuple[tuple[str, str, str, str], ...],
+              gpu_code: dict[str, str] | None = None) -> str:
+    """The CycloneDX 1.6 JSON document for a wheel with these members; ``gpu_code``: the
+    GPU code manifest of the CUDA binaries among them (a property of each)."""
     try:
         from cyclonedx.model import HashAlgorithm, HashType, Property
         from cyclonedx.model.bom import Bom
@@ -49,8 +52,11 @@ def sbom_json(name: str, version: str, members: list[Member],
     bom.metadata.component = root = Component(
         name=name, version=version, type=ComponentType.LIBRARY, bom_ref=f"{name}@{version}")
     for rel, sha in shared_objects(members):
+        gpu = (gpu_code or {}).get(rel)
         comp = Component(name=rel, type=ComponentType.FILE, bom_ref=f"file:{rel}",
-                         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=sha)])
+                         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=sha)],
+                         properties=[Property(name="builder:gpu-code", value=gpu)]
+                         if gpu else [])
         bom.components.add(comp)
         bom.register_dependency(root, [comp])
     kinds = {"source": ComponentType.LIBRARY, "compiler": ComponentType.APPLICATION,

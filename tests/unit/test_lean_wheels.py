@@ -170,3 +170,35 @@ def test_variant_json_says_what_the_installer_matches() -> None:
         "cuda_version_lower_bound": ["13.0"], "cuda_version_upper_bound": ["14"],
         "sm_arch": ["86_real"]}
     assert doc["providers"]["nvidia"]["plugin-api"].startswith("nvidia_variant_provider")
+
+
+def test_the_fatbin_manifest_names_the_sass_and_ptx_inside(tmp_path: Path) -> None:
+    """Compiled here with nvcc; cross-checked with cuobjdump where it is installed."""
+    import shutil
+    import subprocess
+
+    from builder.wheels.checks import check_gpu_code
+    from builder.wheels.fatbin import manifest
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("needs nvcc")
+    (tmp_path / "k.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] += 1; }\n")
+    lib = tmp_path / "k.so"
+    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-o", str(lib),
+                    str(tmp_path / "k.cu"), "-gencode", "arch=compute_80,code=sm_80",
+                    "-gencode", "arch=compute_90,code=[sm_90,compute_90]"], check=True)
+    found = manifest(lib.read_bytes())
+    assert found is not None and found.sass == (80, 90) and found.ptx == (90,), found
+    if shutil.which("cuobjdump"):
+        elf = subprocess.run(["cuobjdump", "--list-elf", str(lib)], capture_output=True,
+                             text=True, check=True).stdout
+        assert {int(a) for a in __import__("re").findall(r"sm_(\d+)", elf)} == {80, 90}
+    members = [("p/k.so", lib.read_bytes(), 0o755)]
+    assert check_gpu_code(members, ("sm_80", "sm_90")) == []
+    [drifted] = check_gpu_code(members, ("sm_80", "sm_86", "sm_90"))
+    assert drifted.startswith("p/k.so: no SASS for sm_86"), drifted
+    [extra] = check_gpu_code(members, ("sm_90",))
+    assert "SASS for sm_80, which the recipe does not build" in extra, extra
+    assert manifest(Path(__file__).read_bytes()) is None
+    assert check_gpu_code([("x.libs/k.so", lib.read_bytes(), 0o755)], ("sm_90",)) == []
