@@ -37,11 +37,11 @@ from builder.resolve.steps import (
     memory_config,
     test_steps,
     tool,
-    wheel_steps,
     with_hash,
 )
 from builder.resolve.system import platform_ref
 from builder.resolve.system import table as system_table
+from builder.resolve.wheelsteps import wheel_steps
 
 __all__ = ["cmake_steps", "compiler_cache_env", "conan_args", "conan_options", "cross_target",
            "install_meta", "memory_prediction", "switch"]

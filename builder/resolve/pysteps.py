@@ -52,9 +52,9 @@ from builder.resolve.steps import (
     memory_config,
     test_steps,
     tool,
-    wheel_steps,
     with_hash,
 )
+from builder.resolve.wheelsteps import wheel_steps
 
 __all__ = ["FLAG_ENV", "launcher_chain", "python_steps", "scheduled_build", "wrapper_env"]
 

@@ -29,9 +29,9 @@ from builder.resolve.steps import (
     fetch_steps,
     test_steps,
     tool,
-    wheel_steps,
     with_hash,
 )
+from builder.resolve.wheelsteps import wheel_steps
 
 __all__ = ["XMAKE_MODES", "xmake_steps"]
 
