@@ -5,6 +5,9 @@ the symbol or line at fault:
   libstdc++, libgcc (``GLIBC_2.34``, ``GLIBCXX_3.4.30``, ``CXXABI_1.3.13``…) is one the
   wheel's manylinux tag allows (auditwheel's own policy table); a wheel tagged for an
   older glibc than its binaries need would install and then fail to load;
+* **abi3** — an ``abi3`` wheel's extension modules import from libpython only what the
+  limited API offers at the wheel's floor (``cp39-abi3``: Python 3.9), read from their
+  dynamic symbols against ``abi3info``'s table (what ``abi3audit`` checks);
 * **torch pin** — a wheel whose binaries link libtorch/libc10 requires
   ``torch==X.Y.*``: the C++ ABI of torch changes with every release;
 * **GPU code** — every CUDA binary of the package (not the libraries auditwheel grafted)
@@ -28,7 +31,7 @@ from builder.wheels.fatbin import drift, manifest
 from builder.wheels.metadata import TORCH_SONAMES
 from builder.wheels.sbom import shared_objects
 
-__all__ = ["check_gpu_code", "check_sbom", "check_symbols", "check_torch_pin",
+__all__ = ["check_abi3", "check_gpu_code", "check_sbom", "check_symbols", "check_torch_pin",
            "gpu_code", "symbol_versions"]
 
 _LIB = {"GLIBC": "libc", "GLIBCXX": "libstdc++", "CXXABI": "libstdc++", "GCC": "libgcc_s"}
@@ -133,4 +136,49 @@ def check_gpu_code(members: list[Member], archs: tuple[str, ...]) -> list[str]:
         if found is not None and (why := drift(found, archs)):
             problems.append(f"{rel}: {why} (found {found.describe()}; the recipe builds "
                             f"{', '.join(archs)})")
+    return problems
+
+
+def _undefined(data: bytes) -> list[str]:
+    """The undefined dynamic symbols of an ELF image (what it imports)."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    sec = ELFFile(io.BytesIO(data)).get_section_by_name(".dynsym")
+    if not isinstance(sec, SymbolTableSection):
+        return []
+    return [str(sym.name) for sym in sec.iter_symbols()
+            if sym.name and sym["st_shndx"] == "SHN_UNDEF"]
+
+
+def check_abi3(members: list[Member], python_tag: str) -> list[str]:
+    """Python C-API symbols an abi3 wheel's extensions use beyond the limited API of its
+    floor (``cp39`` → 3.9), each named with the version that added it (or "not in the
+    limited API")."""
+    m = re.match(r"^cp(\d)(\d+)$", python_tag)
+    if m is None:
+        return []
+    try:
+        import abi3info  # type: ignore[import-untyped]  # no py.typed
+    except ImportError:
+        return ["abi3 wheel not checked: abi3info is not installed "
+                "(pip install 'builder[wheels]')"]
+    floor = (int(m.group(1)), int(m.group(2)))
+    known = {sym.name: item for table in (abi3info.FUNCTIONS, abi3info.DATAS)
+             for sym, item in table.items()}
+    problems = []
+    for rel, data, _ in members:
+        if not is_elf(data) or rel.split("/")[0].endswith(".libs"):
+            continue
+        for name in _undefined(data):
+            if not name.startswith(("Py", "_Py")):
+                continue
+            item = known.get(name)
+            added = (item.added.major, item.added.minor) if item is not None else None
+            if added is None:
+                problems.append(f"{rel}: {name} is not in the limited API (abi3)")
+            elif added > floor:
+                problems.append(f"{rel}: {name} is in the limited API from Python "
+                                f"{added[0]}.{added[1]}, above the wheel's floor "
+                                f"{floor[0]}.{floor[1]}")
     return problems

@@ -190,12 +190,16 @@ def seal(whl: Path, provenance: tuple[tuple[str, str, str, str], ...] = (),
     platforms = tag.split("-")[-1].split(".")
     problems = checks.check_symbols(members, platforms) + \
         checks.check_torch_pin(members, meta) + checks.check_gpu_code(members, gpu_archs)
+    py_tag, abi_tag = tag.split("-")[:2]
+    if abi_tag == "abi3":
+        problems += checks.check_abi3(members, py_tag)
     if problems:
         raise ValueError(f"{whl.name} fails its checks:\n  " + "\n  ".join(problems) +
                          "\n  fix: build with an older toolchain (a manylinux container) for "
                          "symbol versions; a torch extension needs torch in the build "
                          "interpreter for its pin; GPU code must match backends.<name>.archs "
-                         "(a flag adding -gencode/-arch in the project drifts from it)")
+                         "(a flag adding -gencode/-arch in the project drifts from it); an "
+                         "abi3 extension must keep to the limited API of python.limited_api")
     text = sbom_json(name, version, members, provenance, checks.gpu_code(members))
     missing = checks.check_sbom(members, text)
     if missing:  # the SBOM writer and the wheel disagree: never ship that

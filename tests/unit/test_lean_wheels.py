@@ -202,3 +202,32 @@ def test_the_fatbin_manifest_names_the_sass_and_ptx_inside(tmp_path: Path) -> No
     assert "SASS for sm_80, which the recipe does not build" in extra, extra
     assert manifest(Path(__file__).read_bytes()) is None
     assert check_gpu_code([("x.libs/k.so", lib.read_bytes(), 0o755)], ("sm_90",)) == []
+
+
+def test_an_abi3_extension_beyond_its_floor_is_named(tmp_path: Path) -> None:
+    """A real extension compiled here that imports PyUnicode_AsUTF8AndSize (limited API
+    from 3.10) and PyObject_GetBuffer (3.11)."""
+    import shutil
+    import subprocess
+
+    from builder.wheels.checks import check_abi3
+
+    pytest.importorskip("abi3info", reason="needs abi3info")
+    cc = shutil.which("gcc")
+    if cc is None:
+        pytest.skip("needs gcc")
+    (tmp_path / "m.c").write_text(
+        "extern void* PyUnicode_AsUTF8AndSize(void*, long*);\n"
+        "extern int PyObject_GetBuffer(void*, void*, int);\n"
+        "extern void* PyType_FromSpec(void*);\n"
+        "void* f(void* o) { PyObject_GetBuffer(o, 0, 0); PyType_FromSpec(0);\n"
+        "  return PyUnicode_AsUTF8AndSize(o, 0); }\n")
+    so = tmp_path / "m.abi3.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(tmp_path / "m.c")], check=True)
+    members = [("p/m.abi3.so", so.read_bytes(), 0o755)]
+    problems = check_abi3(members, "cp39")
+    assert sorted(p.split(":")[1].split()[0] for p in problems) == [
+        "PyObject_GetBuffer", "PyUnicode_AsUTF8AndSize"], problems
+    assert any("from Python 3.10, above the wheel's floor 3.9" in p for p in problems)
+    assert [p for p in check_abi3(members, "cp310") if "PyObject_GetBuffer" in p]
+    assert check_abi3(members, "cp311") == []
