@@ -142,7 +142,11 @@ class _Resolution:
         if arch:
             found = replace(found, archs=replace(found.archs, archs=(arch,), skipped=()))
         deps = self._dependencies(recipe, spec, build_type, python, found.problems)
-        inputs = self._key_inputs(recipe, spec, be, build_type, python, options, found, deps)
+        # a variant wheel's build is keyed as if the recipe named its one arch: adding
+        # another arch to the recipe leaves the builds of the existing ones as they are
+        keyed = recipe if not arch else replace(recipe, backends=tuple(
+            replace(b, archs=(arch,)) if b.name == backend else b for b in recipe.backends))
+        inputs = self._key_inputs(keyed, spec, be, build_type, python, options, found, deps)
         variant = self._variant(inputs, found, deps, vnotes, arch)
         self.memo[memo_key] = variant
         variant, new_steps = self._steps(variant, inputs, found, deps, arch)

@@ -231,3 +231,19 @@ def test_an_abi3_extension_beyond_its_floor_is_named(tmp_path: Path) -> None:
     assert any("from Python 3.10, above the wheel's floor 3.9" in p for p in problems)
     assert [p for p in check_abi3(members, "cp310") if "PyObject_GetBuffer" in p]
     assert check_abi3(members, "cp311") == []
+
+
+def test_adding_an_arch_leaves_the_other_variant_builds_alone(tmp_path: Path) -> None:
+    from tests.unit.test_resolve import plan_for
+
+    def keys(root: Path, archs: str) -> dict[tuple[str, ...], str]:
+        text = VARIANTS.replace("[sm_80, sm_90]", archs)
+        plan = plan_for(_variant_project(root, text), ["vx"], "h100", wheel_variants=True)
+        return {v.archs: v.compile_key for v in plan.variants}
+
+    before = keys(tmp_path / "a", "[sm_80, sm_90]")
+    after = keys(tmp_path / "b", "[sm_80, sm_89, sm_90]")
+    # the new arch's build and the all-arch fallback are new; sm_80 and sm_90 are kept
+    assert after[("sm_80",)] == before[("sm_80",)]
+    assert after[("sm_90",)] == before[("sm_90",)]
+    assert ("sm_89",) in after and ("sm_80", "sm_89", "sm_90") in after
