@@ -119,6 +119,10 @@ def parser() -> argparse.ArgumentParser:
                         help="leave out archs the toolchain cannot build, and backends or "
                              "target platforms this host cannot build, shown as skipped, "
                              "instead of failing")
+        sp.add_argument("--wheel-variants", action="store_true",
+                        help="also build one wheel per GPU arch (a PEP 825 variant wheel, "
+                             "e.g. cu13_sm90) besides the all-arch one (recipe: "
+                             "wheel.variants)")
         sp.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE",
                         help="memory the build may use, e.g. 6GiB (default: available memory "
                              "or the cgroup limit, less a reserve)")
@@ -200,6 +204,10 @@ def parser() -> argparse.ArgumentParser:
                          "(e.g. https://upload.pypi.org/legacy/); credentials from "
                          "TWINE_USERNAME / TWINE_PASSWORD or the keyring, never the command "
                          "line")
+    pb.add_argument("--index-dir", default="", metavar="DIR", type=str,
+                    help="write the wheels into a static PEP 503 index folder instead "
+                         "(DIR/simple/...), with hashes and, for variant wheels, the "
+                         "release's variants.json: serve it with any web server")
     rm = sub.add_parser("remote", help="configure the Conan remotes builder may use",
                         description="Add, list or remove remotes in builder's project-local "
                         "Conan home (no remote is configured by default: builds are offline).")

@@ -157,7 +157,10 @@ def _print_wheels(plan: BuildPlan) -> None:
         whl = find(w)
         if whl is None:
             continue
-        tag = whl.name[:-4].rsplit("-", 1)[-1].split(".")[0]
+        stem = whl.name[:-4]
+        if w.variant_label:  # the label follows the platform tag
+            stem = stem[:-len(w.variant_label) - 1]
+        tag = stem.rsplit("-", 1)[-1].split(".")[0]
         how = w.note if not w.policy else \
             f"{tag}: the oldest manylinux policy its binaries satisfy (auditwheel)" \
             if w.policy == "auto" else f"{tag} (wheel.manylinux), checked by auditwheel"
@@ -321,8 +324,12 @@ def cmd_publish(args: argparse.Namespace, ws: Workspace) -> int:
     from builder.util.runner import SubprocessRunner
     from builder.workspace.lock import workspace_lock
 
+    if args.index and getattr(args, "index_dir", ""):
+        raise UsageError("publish: --index and --index-dir are alternatives; give one")
     if args.index:
         return _publish_index(args, ws)
+    if getattr(args, "index_dir", ""):
+        return _publish_index_dir(args, ws)
     name = args.remote
     if name:
         from builder.remote.names import check_remote_name
@@ -356,6 +363,26 @@ def _publish_index(args: argparse.Namespace, ws: Workspace) -> int:
         print(f"publishing to {url}:")
         n = index.publish(plan, ws, url, SubprocessRunner(owner=str(ws.state)), print)
     print(f"published {n} wheel(s) to {url}")
+    return 0
+
+
+def _publish_index_dir(args: argparse.Namespace, ws: Workspace) -> int:
+    """The selected wheels into a static index folder (:mod:`builder.remote.indexdir`)."""
+    from builder.remote import index
+    from builder.remote.indexdir import write_index_dir
+    from builder.workspace.lock import workspace_lock
+
+    root = Path(args.index_dir).resolve()
+    args.remote = ""
+    with workspace_lock(ws, wait=True):
+        plan, _ = make_plan(args, ws, plan_all=False)
+        wheels = index.collect(plan)
+        print(f"publishing to {display_path(root)}:")
+        for line in write_index_dir(wheels, root):
+            print(line)
+    print(f"published {len(wheels)} wheel(s) to {display_path(root)} "
+          f"(serve it: python -m http.server --directory {display_path(root)}; "
+          f"index URL: http://HOST:PORT/simple/)")
     return 0
 
 

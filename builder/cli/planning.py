@@ -100,7 +100,8 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
                    pass_env=stepenv.snapshot(stepenv.pass_names(
                        getattr(args, "env", []),
                        os.environ.get(stepenv.PASS_ENV_SETTING, "")), os.environ),
-                   own_pythonpath=own_pythonpath())
+                   own_pythonpath=own_pythonpath(),
+                   wheel_variants=getattr(args, "wheel_variants", False))
 
 
 def own_pythonpath() -> str:

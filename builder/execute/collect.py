@@ -113,8 +113,9 @@ def collect(p: CollectInstall) -> list[str]:
         if len(wheels) != 1:
             raise CollectError(f"the build left {len(wheels)} wheel(s) in {p.wheel_from}, "
                                f"expected one ({', '.join(w.name for w in wheels) or 'none'})")
-        _keep_wheel(wheels[0], Path(p.wheel_to))
-        done.append(f"wheel {wheels[0].name} → {p.wheel_to}")
+        if p.wheel_to:
+            _keep_wheel(wheels[0], Path(p.wheel_to))
+            done.append(f"wheel {wheels[0].name} → {p.wheel_to}")
         if p.unpack:
             _unpack(wheels[0], stage)
             done.append(f"unpacked {wheels[0].name} into {stage}")

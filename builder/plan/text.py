@@ -72,6 +72,14 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
             lines.append(f"          requires torch=={'.'.join(w.torch.split('.')[:2])}.* "
                          f"if its binaries link libtorch (built against torch {w.torch})")
         lines.append(f"          {w.per_python}")
+        if w.variant_label:
+            lines.append(f"          variant {w.variant_label}: "
+                         f"{'; '.join(w.variant_properties)}")
+        if w.gpu_archs:
+            lines.append(f"          its CUDA binaries must carry SASS for exactly "
+                         f"{', '.join(w.gpu_archs)} (read from .nv_fatbin when sealed)")
+        lines.append("          sealed: symbol versions vs its tag, an SBOM of every .so "
+                     "(.dist-info/sboms/builder.cdx.json)")
     if show_commands:
         for k, v in s.env:
             lines.append(f"        env {k}={v}")

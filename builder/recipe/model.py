@@ -217,6 +217,9 @@ class WheelSpec:
     manylinux: str = "auto"  # auto | none | manylinux_2_28 | manylinux2014 ...
     exclude: tuple[str, ...] = ()  # sonames the runtime provides (wildcards allowed)
     requires: tuple[str, ...] = ()  # extra Requires-Dist
+    #: one variant wheel per GPU arch besides the all-arch one: it adds variants (each
+    #: with its own keys), so it is kept out of the repr that the wheel's key digests
+    variants: bool = field(default=False, repr=False)
 
 
 @dataclass(frozen=True)

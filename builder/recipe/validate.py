@@ -265,7 +265,7 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         python=m.PythonSpec(tuple(py.get("versions", ())), py.get("abi", "none"),
                             py.get("package", "python"), py.get("limited_api", "")),
         wheel=m.WheelSpec(whl.get("manylinux", "auto"), tuple(whl.get("exclude", ())),
-                          tuple(whl.get("requires", ()))),
+                          tuple(whl.get("requires", ())), bool(whl.get("variants", False))),
         tests=tuple(_test(t) for t in data.get("test") or ()),
         install=_install(data.get("install") or {}),
         build_spec=m.BuildSpec(

@@ -39,11 +39,11 @@ from builder.resolve.steps import (
     memory_config,
     test_steps,
     tool,
-    wheel_steps,
     with_hash,
 )
 from builder.resolve.system import platform_ref
 from builder.resolve.system import table as system_table
+from builder.resolve.wheelsteps import wheel_steps
 
 #: the forecast of a set of jobs, made once: the variants of one source folder (a backend,
 #: build type or Python apart) often ask for the same one, and it is pure

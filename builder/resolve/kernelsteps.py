@@ -23,8 +23,8 @@ from builder.resolve.steps import (
     fetch_steps,
     test_steps,
     variant_status,
-    wheel_steps,
 )
+from builder.resolve.wheelsteps import wheel_steps
 
 __all__ = ["kernel_steps", "kernels_root", "with_variant_key"]
 

@@ -6,8 +6,9 @@ interpreter, with builder's memory scheduler in front of every compiler.
 Steps: fetch (git/url, or a patched path source) → **prepare** (compiler wrappers, the
 setuptools build folders) → **build** (``pip wheel --no-build-isolation --no-deps`` or
 ``python -m build --wheel --no-isolation``, under the memory broker and the build's
-cgroup) → **collect** (the wheel kept under ``.builder/wheels``, its files unpacked into
-the stage, plus the recipe's ``install.files``) → tests → publish.
+cgroup) → **collect** (the wheel's files unpacked into the stage, plus the recipe's
+``install.files``) → tests → publish → **wheel** (the project's wheel renamed, pinned and
+repaired like a CMake recipe's, into ``.builder/wheels``).
 
 Where the compilers are taken from, and how builder gets in front of them:
 
@@ -53,6 +54,7 @@ from builder.resolve.steps import (
     tool,
     with_hash,
 )
+from builder.resolve.wheelsteps import wheel_steps
 
 __all__ = ["FLAG_ENV", "launcher_chain", "python_steps", "scheduled_build", "wrapper_env"]
 
@@ -152,7 +154,7 @@ def python_steps(ctx: VariantContext) -> list[Step]:
              scheduled_build(ctx, argv, env, str(bdir), (f"{sid}/prepare",), str(bdir), common)]
     wheels = ws.wheel_dir(v.backend, v.compile_key)
     steps.append(collect_step(ctx, vals, stage, f"{sid}/build", common, clean=True,
-                              wheel_from=str(dist), wheel_to=str(wheels)))
+                              wheel_from=str(dist)))
     tests, last = test_steps(ctx, f"{sid}/collect", str(stage))
     steps.extend(tests)
     steps.append(Step(id=f"{sid}/publish", kind="publish", deps=(last,),
@@ -160,6 +162,9 @@ def python_steps(ctx: VariantContext) -> list[Step]:
                       payload=Publish(stage=str(stage), prefix=v.prefix,
                                       meta={**install_meta(ctx), "build_system": "python",
                                             "wheels": str(wheels)})))
+    # the project's wheel gets what a CMake recipe's gets: its name, pins, repair
+    steps.extend(wheel_steps(ctx, str(stage), f"{sid}/publish", native=True,
+                             from_wheel=str(dist)))
     return [with_hash(s, v.compile_key) for s in steps]
 
 

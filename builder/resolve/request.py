@@ -43,6 +43,7 @@ class Request:
     #: where builder itself is imported from when its interpreter does not have it (a
     #: checkout on PYTHONPATH): its compiler launchers in the steps need it; "" otherwise
     own_pythonpath: str = ""
+    wheel_variants: bool = False  # also one variant wheel per GPU arch (PEP 825)
 
 
 def memory_budget(host: HostFacts, request: Request) -> int:

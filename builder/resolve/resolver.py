@@ -42,6 +42,7 @@ from builder.resolve.request import Request, memory_budget
 from builder.resolve.steps import VariantContext, up_to_date
 from builder.resolve.steps import tool as host_tool
 from builder.resolve.xmakesteps import xmake_steps
+from builder.wheels.variants import supported as variant_kind
 from builder.workspace.paths import Workspace
 from builder.workspace.state import State
 
@@ -69,7 +70,14 @@ def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host:
     res = _Resolution(recipes, request, host, state, ws)
     for recipe in roots:
         for backend, build_type, python in _requested(recipe, request, host):
-            res.variant(recipe, backend, build_type, python)
+            v = res.variant(recipe, backend, build_type, python)
+            # variant wheels: the same build once per GPU arch, each with its own wheel
+            spec = recipe.backend(backend)
+            if (request.wheel_variants or recipe.wheel.variants) and len(v.archs) > 1 and \
+                    spec is not None and variant_kind(spec.backend_kind) and \
+                    recipe.python.versions and v.status != SKIP:
+                for arch in v.archs:
+                    res.variant(recipe, backend, build_type, python, arch)
     if res.arch_errors:
         raise UnsupportedError(res.arch_errors)
     return res.plan()
@@ -122,8 +130,11 @@ class _Resolution:
         self.steps: list[Step] = []
         self.memo: dict[tuple[str, str, str, str], Variant] = {}
 
-    def variant(self, recipe: Recipe, backend: str, build_type: str, python: str) -> Variant:
-        memo_key = (recipe.name, backend, build_type, python)
+    def variant(self, recipe: Recipe, backend: str, build_type: str, python: str,
+                arch: str = "") -> Variant:
+        """One variant; ``arch``: only that GPU arch of the backend's (a variant wheel's
+        build: its own compile key, install tree and wheel)."""
+        memo_key = (recipe.name, backend, build_type, python + (f"@{arch}" if arch else ""))
         if memo_key in self.memo:
             return self.memo[memo_key]
         spec = recipe.backend(backend)
@@ -132,13 +143,19 @@ class _Resolution:
         vnotes: list[str] = []
         options = resolve_options(recipe, self.request, vnotes)
         found = self._check(recipe, spec, be, options, python)
+        if arch:
+            found = replace(found, archs=replace(found.archs, archs=(arch,), skipped=()))
         deps = self._dependencies(recipe, spec, build_type, python, found.problems)
-        inputs = self._key_inputs(recipe, spec, be, build_type, python, options, found, deps)
-        variant = self._variant(inputs, found, deps, vnotes)
+        # a variant wheel's build is keyed as if the recipe named its one arch: adding
+        # another arch to the recipe leaves the builds of the existing ones as they are
+        keyed = recipe if not arch else replace(recipe, backends=tuple(
+            replace(b, archs=(arch,)) if b.name == backend else b for b in recipe.backends))
+        inputs = self._key_inputs(keyed, spec, be, build_type, python, options, found, deps)
+        variant = self._variant(inputs, found, deps, vnotes, arch)
         if variant.status != SKIP:  # one that is built needs each variable it reads set
             require_set(recipe, dict(self.request.env), spec.name)
         self.memo[memo_key] = variant
-        variant, new_steps = self._steps(variant, inputs, found, deps)
+        variant, new_steps = self._steps(variant, inputs, found, deps, arch)
         self.memo[memo_key] = variant
         self.variants[variant.id] = variant
         self.steps.extend(new_steps)
@@ -242,7 +259,7 @@ class _Resolution:
             toolchain=keys.toolchain(host, be, found.platform, recipe.build_system))
 
     def _variant(self, k: keys.KeyInputs, found: _Feasibility, deps: list[Variant],
-                 vnotes: list[str]) -> Variant:
+                 vnotes: list[str], arch: str = "") -> Variant:
         recipe, python = k.recipe, k.python
         config_key = keys.config_key(k)
         record = self.state.record(config_key)
@@ -253,7 +270,7 @@ class _Resolution:
         # the folders go with the config: a test edit builds in the same ones, a source
         # edit rebuilds incrementally in them
         vdir = f"{k.backend}-{k.build_type}" + (f"-py{python}" if python else "") + \
-            f"-{config_key[:12]}"
+            (f"-{arch}" if arch else "") + f"-{config_key[:12]}"
         prefix = self.ws.install_dir(recipe.name, vdir)
         status, reason, fix = BUILD, "", ""
         if found.problems:
@@ -288,7 +305,7 @@ class _Resolution:
             passed=self.request.pass_env)
 
     def _context(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
-                 deps: list[Variant]) -> VariantContext:
+                 deps: list[Variant], arch: str = "") -> VariantContext:
         state, request = self.state, self.request
         test_pythons = tuple(checks.pythons_for(k.recipe, request, self.host)) \
             if not k.python else (k.python,)
@@ -304,7 +321,7 @@ class _Resolution:
             conan_remote=request.conan_remote, compiler_cache=found.compiler_cache,
             cache_remote=request.cache_remote,
             test_pythons=test_pythons, platform=found.platform,
-            source_digests=dict(state.source_digests), done=state.done,
+            source_digests=dict(state.source_digests), done=state.done, wheel_variant=arch,
             name_digests=dict(state.name_digests),
             compiled=k.recipe.build_system in INSTALLS and
             variant.compile_key in state.installed,
@@ -314,11 +331,11 @@ class _Resolution:
                 for problem in [checks.python_problem(k.recipe, p, self.host)] if problem))
 
     def _steps(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
-               deps: list[Variant]) -> tuple[Variant, list[Step]]:
+               deps: list[Variant], arch: str = "") -> tuple[Variant, list[Step]]:
         """The variant's steps; a kernel variant whose steps are all done is cached, one
         published on the remote is downloaded."""
         recipe, request = k.recipe, self.request
-        ctx = self._context(variant, k, found, deps)
+        ctx = self._context(variant, k, found, deps, arch)
         variant = replace(variant, sources=tuple(dict.fromkeys(
             [ctx.source_root(), *(s.location for s in recipe.sources if s.kind == "path")])))
         try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import TypedDict
 
@@ -29,19 +28,17 @@ from builder.plan.payloads import (
     FetchSource,
     MemoryConfig,
     TestRun,
-    WheelBuild,
 )
 from builder.recipe.model import FlagSet, OptionValue, Recipe, TestSpec, digest, option_text
 from builder.recipe.subst import substitute
 from builder.recipe.yamlload import format_path
 from builder.resolve.keyinputs import env_values
 from builder.source.fetch import source_key
-from builder.wheels.metadata import WheelPlan, plan_wheel
 from builder.workspace.paths import Workspace
 
 __all__ = ["BUILD_TIMEOUT", "VARIANT_KINDS", "StepCommon", "VariantContext", "collect_step",
-           "common_of", "fetch_steps", "memory_config", "passed", "plan_wheel_of",
-           "test_steps", "tool", "up_to_date", "variant_status", "wheel_steps", "with_hash"]
+           "common_of", "fetch_steps", "memory_config", "passed",
+           "test_steps", "tool", "up_to_date", "variant_status", "with_hash"]
 
 BUILD_TIMEOUT = 4 * 3600
 
@@ -86,6 +83,8 @@ class VariantContext:
     source_digests: dict[str, str] = field(default_factory=dict)
     #: State.name_digests: path source folder → digest of its file names
     name_digests: dict[str, str] = field(default_factory=dict)
+    #: the one GPU arch of a variant wheel's build ("" for the ordinary, all-arch one)
+    wheel_variant: str = ""
     #: State.done: test and wheel steps that succeeded, variant keys published
     done: frozenset[str] = frozenset()
     #: an install with the variant's compile key is complete: its compile steps are
@@ -333,70 +332,6 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
                                      sha256=sha, dest=str(dest), partial=partial,
                                      credential=src.credential,
                                      exclude=src.exclude, patches=len(src.patches)))]
-
-
-def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool) -> list[Step]:
-    """A wheel of the recipe's Python package, once per variant: per Python version for
-    ``abi: cpython``, else one ``py3-none`` (or ``abi3``) wheel that every Python version
-    installs; repaired to a manylinux tag where it qualifies (:mod:`builder.wheels`)."""
-    r, v = ctx.recipe, ctx.variant
-    if not r.python.versions:
-        return []
-    wp = plan_wheel_of(ctx, native)
-    # in the compile key's folder (it goes with the install, and a remote's package
-    # holds it); made with this variant key (or before the install was published with it)
-    out_dir = ctx.ws.wheel_dir(v.backend, v.compile_key)
-    inputs_hash = digest(v.key, "wheel", repr(wp))
-    status, reason, fix = variant_status(v)
-    made = any(Path(w).parent == out_dir and fnmatch(Path(w).name, wp.glob)
-               for w in ctx.wheels)
-    if status == BUILD and made and passed(ctx, inputs_hash):
-        status = CACHED
-    raw = out_dir / ".raw" / wp.raw_name
-    commands: tuple[tuple[str, ...], ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    if wp.policy:
-        arch = wp.platform.split("_", 1)[1]
-        plat = ("--plat", "auto") if wp.policy == "auto" else \
-            ("--plat", f"{wp.policy}_{arch}", "--only-plat")
-        commands = ((tool(ctx.host, "auditwheel", "auditwheel"), "repair", *plat,
-                     *(a for x in wp.exclude for a in ("--exclude", x)),
-                     "-w", str(out_dir / ".repaired"), str(raw)),)
-        # the install trees' libraries (the package's own, its dependencies') are found
-        # and copied into the wheel; torch's and the drivers' are excluded above
-        prefixes = [v.prefix, *(d.prefix for d, _ in ctx.deps)]
-        env = (("AUDITWHEEL_LD_LIBRARY_PATH", ":".join(
-            str(Path(p) / sub) for p in prefixes for sub in ("lib", "lib64"))),)
-    floor = min(r.python.versions, key=lambda x: tuple(int(n) for n in x.split(".")))
-    return [Step(id=f"{v.id}/wheel", kind="wheel", variant=v.id, deps=(after,),
-                 commands=commands, env=env, cwd=str(out_dir),
-                 outputs=(str(out_dir),), status=status, reason=reason, fix=fix,
-                 inputs_hash=inputs_hash, timeout=1800,
-                 payload=WheelBuild(
-                     src=src, name=wp.dist, version=r.version, tag=wp.tag,
-                     summary=r.description, out_dir=str(out_dir), wheel=wp.name,
-                     glob=wp.glob, note=wp.note, fix=wp.fix, policy=wp.policy,
-                     torch=wp.torch, per_python=wp.per_python, requires=tuple(wp.requires),
-                     requires_python=f">={r.python.abi3_floor}" if r.python.abi == "abi3"
-                     else f">={floor}", classifiers=tuple(wp.classifiers),
-                     keywords=tuple(wp.keywords)))]
-
-
-def plan_wheel_of(ctx: VariantContext, native: bool) -> WheelPlan:
-    """The variant's wheel, decided from the recipe and the host facts."""
-    r, v, host = ctx.recipe, ctx.variant, ctx.host
-    target = ctx.platform.target if ctx.platform else None
-    return plan_wheel(
-        name=r.name, version=r.version, abi=r.python.abi,
-        python=v.python or (ctx.python.version if ctx.python else ""),
-        limited_api=r.python.abi3_floor, os_name=target.os if target else host.os,
-        arch=target.machine if target else host.arch, native=native,
-        cross=target.name if ctx.cross and target else "", backend_kind=ctx.kind,
-        archs=v.archs, tool_versions={t.name: t.version for t in host.tools},
-        policy=r.wheel.manylinux, auditwheel=host.tool("auditwheel") is not None,
-        patchelf=host.tool("patchelf") is not None, exclude=r.wheel.exclude,
-        requires=r.wheel.requires,
-        torch=(ctx.python.package("torch") or "") if ctx.python else "")
 
 
 def with_hash(step: Step, key: str) -> Step:

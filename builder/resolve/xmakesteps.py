@@ -13,6 +13,8 @@ never share them and the source tree stays clean.  As root, xmake needs ``XMAKE_
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from builder import backends as registry
 from builder.plan.model import Step
 from builder.plan.payloads import CleanStage, PrepareBuild, PublishInstall
@@ -29,6 +31,7 @@ from builder.resolve.steps import (
     tool,
     with_hash,
 )
+from builder.resolve.wheelsteps import wheel_steps
 
 __all__ = ["XMAKE_MODES", "xmake_steps"]
 
@@ -118,4 +121,6 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
                       payload=PublishInstall(stage=str(stage), prefix=v.prefix,
                                              meta={**install_meta(ctx),
                                                    "build_system": "xmake"})))
+    steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
+                             native=True))
     return [with_hash(s, v.compile_key) for s in steps]

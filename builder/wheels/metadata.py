@@ -14,6 +14,12 @@ Terms:
 * **runtime-provided libraries** — sonames never copied into a wheel: torch's (the pinned
   torch wheel brings them; a second copy would be a second, incompatible libtorch in the
   process) and the GPU drivers' (they belong to the machine, not to a package).
+* **runtime libraries** — the CUDA toolkit's own libraries (cudart, cuBLAS, …) are not
+  grafted either: NVIDIA ships them as wheels, and a lean wheel requires those
+  (:mod:`builder.wheels.runtime`); ``toolkit`` names the CUDA version that decides which.
+* **pure after all** — a ``python.abi: none`` package of a native build may hold no
+  binary (a CMake project that installs only Python files): it becomes ``py3-none-any``
+  when written, with nothing to repair, so ``glob`` admits both.
 * **torch pin** — a wheel whose binaries link libtorch/libc10 was compiled against one
   torch release's C++ ABI and headers; it requires ``torch==<major>.<minor>.*``.
 """
@@ -26,6 +32,7 @@ from dataclasses import dataclass, replace
 from packaging.version import InvalidVersion, Version
 
 from builder.wheels.build import dist_name, platform_tag
+from builder.wheels.runtime import exclusions
 
 __all__ = ["GPU_NAMING", "MANYLINUX_ALIASES", "RUNTIME_PROVIDED", "TORCH_SONAMES", "WheelPlan",
            "plan_wheel", "torch_pin"]
@@ -68,6 +75,8 @@ class WheelPlan:
     classifiers: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     per_python: str = ""  # why the variant is (or is not) built once per Python
+    toolkit: str = ""  # the CUDA toolkit whose runtime libraries come from NVIDIA's wheels
+    variant: str = ""  # a variant wheel's label (``cu13_sm90``), last in its file name
 
     @property
     def tag(self) -> str:
@@ -82,18 +91,29 @@ class WheelPlan:
     def name(self) -> str:
         """The final file name; ``*`` where auditwheel decides (``auto``).  A repaired
         wheel may carry a second, legacy alias (``manylinux_2_17_x86_64.manylinux2014…``)."""
+        label = f"-{self.variant}" if self.variant else ""
         if not self.policy:
-            return self.raw_name
+            return self.raw_name[:-len(".whl")] + label + ".whl"
         arch = self.platform.split("_", 1)[1]
         pol = "manylinux_*" if self.policy == "auto" else \
             MANYLINUX_ALIASES.get(self.policy, self.policy)
         return f"{dist_name(self.dist)}-{self.version}-{self.python_tag}-{self.abi_tag}-" \
-               f"{pol}_{arch}.whl"
+               f"{pol}_{arch}{label}.whl"
 
     @property
     def glob(self) -> str:
-        """A pattern the final file matches (aliases included)."""
-        return self.name[:-len(".whl")] + ("*.whl" if self.policy else ".whl")
+        """A pattern the final file matches (aliases included, in either order:
+        ``manylinux1_x86_64.manylinux_2_5_x86_64``; ``py3-none-any`` too for a ``py3-none``
+        package, which is pure when it turns out to hold no binary)."""
+        # a variant wheel ends in its label (each variant has a wheel folder of its own)
+        end = f"-{self.variant}.whl" if self.variant else ".whl"
+        if self.python_tag == "py3" and self.abi_tag == "none" and self.platform != "any":
+            return f"{dist_name(self.dist)}-{self.version}-py3-none-*{end}"
+        if self.policy == "auto":  # auditwheel may put a legacy alias first
+            arch = self.platform.split("_", 1)[1]
+            return f"{dist_name(self.dist)}-{self.version}-{self.python_tag}-" \
+                   f"{self.abi_tag}-manylinux*_{arch}*{end}"
+        return self.name[:-len(end)] + ("*" if self.policy else "") + end
 
 
 def torch_pin(version: str) -> str:
@@ -116,6 +136,7 @@ def plan_wheel(*, name: str, version: str, abi: str, python: str, limited_api: s
     dist = name
     classifiers: list[str] = []
     keywords: list[str] = []
+    toolkit = tool_versions.get("nvcc", "") if backend_kind == "cuda" and native else ""
     naming = GPU_NAMING.get(backend_kind)
     if native and naming is not None:
         tool, suffix, classifier = naming
@@ -150,8 +171,9 @@ def plan_wheel(*, name: str, version: str, abi: str, python: str, limited_api: s
     base = WheelPlan(dist=dist, version=version, python_tag=py_tag, abi_tag=abi_tag,
                      platform=platform, requires=tuple(requires), torch=torch,
                      classifiers=tuple(classifiers), keywords=tuple(keywords),
-                     per_python=per_python,
-                     exclude=tuple(dict.fromkeys((*RUNTIME_PROVIDED, *exclude))))
+                     per_python=per_python, toolkit=toolkit,
+                     exclude=tuple(dict.fromkeys((*RUNTIME_PROVIDED, *exclusions(toolkit),
+                                                  *exclude))))
     unfit = "package indexes such as PyPI refuse it"
     if os_name != "linux":
         return replace(base, note=f"{os_name} wheel: manylinux applies to Linux only")
@@ -169,5 +191,7 @@ def plan_wheel(*, name: str, version: str, abi: str, python: str, limited_api: s
                      fix=f"pip install {' '.join(missing)}")
     target = MANYLINUX_ALIASES.get(policy, policy)
     what = "the oldest manylinux policy its binaries satisfy" if policy == "auto" else target
+    lean = (f"; CUDA {toolkit}'s libraries come from NVIDIA's wheels (Requires-Dist)"
+            if exclusions(toolkit) else "")
     return replace(base, policy=policy, note=f"auditwheel repairs it to {what}, leaving out "
-                 f"the libraries the runtime provides")
+                 f"the libraries the runtime provides{lean}")

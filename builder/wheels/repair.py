@@ -11,71 +11,32 @@ gets ``Requires-Dist: torch==X.Y.*``: whether it does is read from the ELF files
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import Path
 
+from packaging.utils import canonicalize_version
+
 from builder.plan.payloads import WheelBuild
 from builder.util import writer
-from builder.wheels.build import build_wheel
+from builder.wheels import checks, runtime, variants
+from builder.wheels.build import (
+    Member,
+    dist_name,
+    metadata_text,
+    read_wheel,
+    tree_files,
+    write_wheel,
+)
+from builder.wheels.elf import is_elf, needed, needed_in
 from builder.wheels.metadata import TORCH_SONAMES, torch_pin
+from builder.wheels.sbom import SBOM_NAME, sbom_json, shared_objects
 
-__all__ = ["RAW", "REPAIRED", "explain", "find", "finish", "links_torch", "needed", "write_raw"]
+__all__ = ["RAW", "REPAIRED", "explain", "find", "finish", "links_torch", "needed", "seal",
+           "write_raw"]
 
 RAW = ".raw"  # below the wheel folder: the wheel as written, before repair
 REPAIRED = ".repaired"  # auditwheel's output folder
-
-
-def needed(path: Path) -> list[str]:
-    """The ``DT_NEEDED`` sonames of an ELF file ([] for anything else)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return []
-    if data[:4] != b"\x7fELF" or len(data) < 64:
-        return []
-    is64, little = data[4] == 2, data[5] == 1
-    e = "<" if little else ">"
-    if is64:
-        phoff, = struct.unpack_from(e + "Q", data, 0x20)
-        phentsize, phnum = struct.unpack_from(e + "HH", data, 0x36)
-        ph_fmt, dyn_fmt = e + "IIQQQQQQ", e + "qQ"
-    else:
-        phoff, = struct.unpack_from(e + "I", data, 0x1C)
-        phentsize, phnum = struct.unpack_from(e + "HH", data, 0x2A)
-        ph_fmt, dyn_fmt = e + "IIIIIIII", e + "iI"
-    loads: list[tuple[int, int, int]] = []  # (vaddr, offset, filesz)
-    dynamic: tuple[int, int] | None = None
-    for i in range(phnum):
-        f = struct.unpack_from(ph_fmt, data, phoff + i * phentsize)
-        if is64:
-            p_type, _, p_offset, p_vaddr, _, p_filesz = f[:6]
-        else:
-            p_type, p_offset, p_vaddr, _, p_filesz = f[:5]
-        if p_type == 1:
-            loads.append((p_vaddr, p_offset, p_filesz))
-        elif p_type == 2:
-            dynamic = (p_offset, p_filesz)
-    if dynamic is None:
-        return []
-    size = struct.calcsize(dyn_fmt)
-    entries = [struct.unpack_from(dyn_fmt, data, dynamic[0] + k * size)
-               for k in range(dynamic[1] // size)]
-    strtab = next((v for t, v in entries if t == 5), None)
-    if strtab is None:
-        return []
-    base = next((off + strtab - va for va, off, sz in loads if va <= strtab < va + sz), None)
-    if base is None:
-        return []
-    out = []
-    for tag, val in entries:
-        if tag == 0:
-            break
-        if tag == 1:
-            end = data.find(b"\0", base + val)
-            out.append(data[base + val:end].decode(errors="replace"))
-    return out
 
 
 def _files(src: Path) -> Iterator[Path]:
@@ -88,28 +49,108 @@ def links_torch(src: Path) -> list[str]:
             if any(TORCH_SONAMES.match(n) for n in needed(p))]
 
 
-def write_raw(w: WheelBuild) -> tuple[Path, list[str]]:
-    """Write the wheel as planned (before repair); returns it and what the log should say."""
-    src, folder = Path(w.src), Path(w.out_dir)
+def _with_headers(meta: str, name: str, requires: list[str]) -> str:
+    """A METADATA text with its ``Name`` set and ``Requires-Dist`` lines added (after
+    the last header; the description body, if any, stays last)."""
+    head, sep, body = meta.partition("\n\n")
+    lines = [f"Name: {name}" if x.startswith("Name:") else x for x in head.splitlines()]
+    have = {x.split(":", 1)[1].strip() for x in lines if x.startswith("Requires-Dist:")}
+    lines += [f"Requires-Dist: {r}" for r in requires if r not in have]
+    return "\n".join(lines) + "\n" + (sep[1:] + body if sep else "")
+
+
+def _from_project(w: WheelBuild) -> tuple[list[Member], str, str]:
+    """The members of the wheel the project's own build made, renamed to the planned
+    distribution (its dist-info and data folders), its METADATA text and its tag."""
+    made = sorted(Path(w.from_wheel).glob("*.whl"))
+    if len(made) != 1:
+        raise ValueError(f"expected the project's one wheel in {w.from_wheel}, found "
+                         f"{len(made)}")
+    name, version, tag = made[0].name[:-len(".whl")].split("-", 2)
+    if tag.count("-") == 3:  # a build tag
+        tag = tag.split("-", 1)[1]
+    if canonicalize_version(version) != canonicalize_version(w.version):
+        raise ValueError(f"the project built {made[0].name}, version {version}, but the "
+                         f"recipe's package.version is {w.version}: set package.version to "
+                         f"{version}")
+    old, new = f"{name}-{version}", f"{dist_name(w.name)}-{w.version}"
+    meta = ""
+    members: list[Member] = []
+    for rel, data, mode in read_wheel(made[0]):
+        top, _, rest = rel.partition("/")
+        if top == f"{old}.dist-info":
+            if rest == "METADATA":
+                meta = data.decode("utf-8")
+            elif rest not in ("WHEEL", "RECORD"):
+                members.append((f"{new}.dist-info/{rest}", data, mode))
+        elif top == f"{old}.data":
+            members.append((f"{new}.data/{rest}", data, mode))
+        else:
+            members.append((rel, data, mode))
+    if not meta:
+        raise ValueError(f"{made[0].name} has no {old}.dist-info/METADATA")
+    return members, meta, tag
+
+
+def write_raw(w: WheelBuild) -> tuple[Path, list[str], bool]:
+    """Write the wheel as planned (before repair): from the package folder, or from the
+    project's own wheel re-tagged to the planned name.  Its binaries decide what it
+    requires (the torch release, NVIDIA's runtime wheels) and whether it is native at
+    all: a ``py3-none`` package with no ELF file is written ``py3-none-any``.  Returns
+    the wheel, what the log should say, and whether it holds binaries (to repair)."""
+    folder = Path(w.out_dir)
     raw_dir = folder / RAW
     writer.remove(raw_dir)
     writer.remove(folder / REPAIRED)
-    requires = list(w.requires)
-    said = []
-    torch = w.torch
-    users = links_torch(src) if src.is_dir() else []
-    if users and torch and torch_pin(torch):
-        requires.insert(0, torch_pin(torch))
-        said.append(f"{', '.join(users)} link(s) libtorch: requires {torch_pin(torch)} "
-                    f"(built against torch {torch})")
+    if w.from_wheel:
+        members, meta, built_tag = _from_project(w)
+    else:
+        src = Path(w.src)
+        members = tree_files(src) if src.is_dir() else []
+        if not members:
+            raise ValueError(f"no files to package under {src}")
+        meta = metadata_text(w.name, w.version, w.requires, w.summary, w.classifiers,
+                             w.keywords, w.requires_python)
+        built_tag = w.tag
+    elves = {rel: needed_in(data) for rel, data, _ in members if is_elf(data)}
+    said: list[str] = []
+    tag = w.tag
+    if not elves and w.tag.startswith("py3-none-"):
+        tag = "py3-none-any"
+        said.append("the package holds no binary: a pure Python wheel (py3-none-any), "
+                    "nothing to repair")
+    elif elves and built_tag != w.tag:
+        raise ValueError(f"the project built a {built_tag} wheel, but the recipe plans "
+                         f"{w.tag} (python.abi): set python.abi to match what the project "
+                         f"builds")
+    requires: list[str] = []
+    users = sorted(rel for rel, deps in elves.items()
+                   if any(TORCH_SONAMES.match(n) for n in deps))
+    pin = torch_pin(w.torch) if w.torch else ""
+    if users and pin:
+        requires.append(pin)
+        said.append(f"{', '.join(users)} link(s) libtorch: requires {pin} "
+                    f"(built against torch {w.torch})")
     elif users:
         said.append(f"{', '.join(users)} link(s) libtorch, but the build interpreter's "
                     f"torch version is unknown: no torch pin")
-    wheel = build_wheel(src, raw_dir, w.name, w.version, w.tag, requires=tuple(requires),
-                        summary=w.summary, classifiers=w.classifiers, keywords=w.keywords,
-                        requires_python=w.requires_python)
+    nvidia = runtime.requirements(sorted({n for d in elves.values() for n in d}), w.toolkit)
+    if nvidia:
+        requires += nvidia
+        said.append(f"CUDA {w.toolkit} runtime libraries from NVIDIA's wheels: "
+                    f"requires {', '.join(nvidia)}")
+    meta = _with_headers(meta, w.name, [*requires, *w.requires] if w.from_wheel else requires)
+    info = f"{dist_name(w.name)}-{w.version}.dist-info"
+    members = [m for m in members if m[0] not in (f"{info}/METADATA", f"{info}/variant.json")]
+    members.append((f"{info}/METADATA", meta.encode("utf-8"), 0o644))
+    if w.variant_label:  # named in the file name when the wheel is finished
+        members.append((f"{info}/variant.json",
+                        variants.variant_json(w.variant_properties, w.variant_label)
+                        .encode("utf-8"), 0o644))
+        said.append(f"variant {w.variant_label}: {'; '.join(w.variant_properties)}")
+    wheel = write_wheel(members, raw_dir, w.name, w.version, tag)
     said.append(f"wrote {wheel.name}")
-    return wheel, said
+    return wheel, said, bool(elves)
 
 
 def finish(w: WheelBuild, repaired: bool) -> Path:
@@ -120,15 +161,56 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     made = sorted(src.glob("*.whl"))
     if len(made) != 1:
         raise ValueError(f"expected one wheel in {src}, found {len(made)}")
+    seal(made[0], w.provenance, w.gpu_archs)
     dist = w.name.replace("-", "_").lower() + "-"
     for old in folder.glob("*.whl"):
         if old.name.lower().startswith(dist):
             writer.remove(old)
-    final = folder / made[0].name
+    # a variant wheel's label goes last (PEP 825), after auditwheel has named the tags
+    final = folder / (made[0].name[:-len(".whl")] + f"-{w.variant_label}.whl"
+                      if w.variant_label else made[0].name)
     writer.move(made[0], final)
     writer.remove(folder / RAW)
     writer.remove(folder / REPAIRED)
     return final
+
+
+def seal(whl: Path, provenance: tuple[tuple[str, str, str, str], ...] = (),
+         gpu_archs: tuple[str, ...] = ()) -> list[str]:
+    """Check a finished wheel (:mod:`builder.wheels.checks`) and add its SBOM
+    (:mod:`builder.wheels.sbom`), rewriting it in place; raises ValueError naming every
+    file and symbol at fault.  Returns the SBOM's shared objects (for the log)."""
+    dist, version, tag = whl.name[:-len(".whl")].split("-", 2)
+    info = f"{dist}-{version}.dist-info"
+    members = [m for m in read_wheel(whl) if m[0] != f"{info}/sboms/{SBOM_NAME}"]
+    meta = next((d.decode("utf-8") for r, d, _ in members if r == f"{info}/METADATA"), "")
+    name = next((x.split(":", 1)[1].strip() for x in meta.splitlines()
+                 if x.startswith("Name:")), dist)
+    platforms = tag.split("-")[-1].split(".")
+    problems = checks.check_symbols(members, platforms) + \
+        checks.check_torch_pin(members, meta) + checks.check_gpu_code(members, gpu_archs)
+    py_tag, abi_tag = tag.split("-")[:2]
+    if abi_tag == "abi3":
+        problems += checks.check_abi3(members, py_tag)
+    if problems:
+        raise ValueError(f"{whl.name} fails its checks:\n  " + "\n  ".join(problems) +
+                         "\n  fix: build with an older toolchain (a manylinux container) for "
+                         "symbol versions; a torch extension needs torch in the build "
+                         "interpreter for its pin; GPU code must match backends.<name>.archs "
+                         "(a flag adding -gencode/-arch in the project drifts from it); an "
+                         "abi3 extension must keep to the limited API of python.limited_api")
+    text = sbom_json(name, version, members, provenance, checks.gpu_code(members))
+    missing = checks.check_sbom(members, text)
+    if missing:  # the SBOM writer and the wheel disagree: never ship that
+        raise ValueError(f"{whl.name}: SBOM incomplete:\n  " + "\n  ".join(missing))
+    members.append((f"{info}/sboms/{SBOM_NAME}", text.encode("utf-8"), 0o644))
+    tmp = whl.parent / ".sealed"
+    writer.remove(tmp)
+    try:
+        writer.move(write_wheel(members, tmp, name, version, tag), whl)
+    finally:
+        writer.remove(tmp)
+    return [rel for rel, _ in shared_objects(members)]
 
 
 def find(w: WheelBuild) -> Path | None:

@@ -50,7 +50,7 @@ def test_python_build_plan_puts_the_launcher_in_front_of_every_compiler(tmp_path
     plan = plan_for(project(tmp_path, PY), ["fo"], "linux-cuda13")
     cpu = next(v for v in plan.variants if v.backend == "cpu")
     kinds = [s.id.rsplit("/", 1)[1] for s in plan.steps_of(cpu.id)]
-    assert kinds == ["prepare", "build", "collect", "test:unit", "publish"]
+    assert kinds == ["prepare", "build", "collect", "test:unit", "publish", "wheel"]
     build = plan.step(f"{cpu.id}/build")
     env = dict(build.env)
     bdir = Path(cpu.prefix.replace("/install/", "/build/"))
@@ -67,7 +67,13 @@ def test_python_build_plan_puts_the_launcher_in_front_of_every_compiler(tmp_path
     assert isinstance(prep, payloads.PrepareBuild)
     assert dict(prep.wrappers)[env["CXX"]].endswith("++")
     collect = plan.step(f"{cpu.id}/collect").payload
-    assert isinstance(collect, payloads.CollectInstall) and collect.unpack and collect.wheel_to
+    assert isinstance(collect, payloads.CollectInstall) and collect.unpack
+    # the project's own wheel is renamed, pinned and repaired as a CMake recipe's is
+    wheel = plan.step(f"{cpu.id}/wheel")
+    assert isinstance(wheel.payload, payloads.WheelBuild)
+    assert wheel.payload.from_wheel == collect.wheel_from
+    assert wheel.payload.name == "fo" and wheel.payload.tag.startswith("cp311-cp311-linux")
+    assert "auditwheel and patchelf not found" in wheel.payload.note  # (this host has none)
     assert collect.files == ((f"{bdir}/extra/*.so", "lib"),)
     assert isinstance(plan.step(f"{cpu.id}/test:unit").payload, payloads.TestRun)
     cuda = next(v for v in plan.variants if v.backend == "cuda")
@@ -84,6 +90,10 @@ def test_cuda_python_build_gets_the_archs_and_the_nvcc_wrapper(tmp_path: Path) -
     assert env["CMAKE_CUDA_COMPILER_LAUNCHER"].endswith("builder.memory.launcher")
     assert "--config-settings=cmake.define.FO_ARCHS=80;90a" in \
         plan.step(f"{v.id}/build").commands[0]
+    # its wheel is named for its CUDA major, and cuBLAS & co. are never grafted into it
+    wheel = plan.step(f"{v.id}/wheel").payload
+    assert isinstance(wheel, payloads.WheelBuild)
+    assert wheel.name == "fo-cu13" and wheel.toolkit.startswith("13.")
 
 
 def test_build_settings_are_part_of_the_key(tmp_path: Path) -> None:
@@ -103,9 +113,13 @@ build: {system: xmake, configure_args: ["--fast=${options.fast}"]}
 options: {fast: {type: bool, default: true}}
 backends: {cpu: {}}
 flags: {release: {cxx: [-O2]}}
+python: {versions: ["3.11"], abi: none}
 """
     plan = plan_for(project(tmp_path, text, "xd"), ["xd"], "linux-cuda13")
     [v] = plan.variants
+    wheel = plan.step(f"{v.id}/wheel")  # an xmake project's wheel, as a CMake one's
+    assert isinstance(wheel.payload, payloads.WheelBuild) and wheel.deps == (f"{v.id}/publish",)
+    assert wheel.payload.src == f"{v.prefix}/python"
     assert v.status == SKIP and v.reason == "xmake not found"  # the fixture host has none
     configure = plan.step(f"{v.id}/configure").commands[0]
     assert configure[1:3] == ("f", "-P") and "--fast=y" in configure

@@ -112,3 +112,15 @@ def test_index_urls_never_carry_credentials() -> None:
         check_url("pypi")
     why, fix = explain_upload("HTTPError: 403 Forbidden from http://127.0.0.1:1/")
     assert "credentials" in why and "TWINE_PASSWORD" in fix
+
+
+def test_the_glob_finds_a_repaired_wheel_whatever_alias_auditwheel_puts_first() -> None:
+    from fnmatch import fnmatch
+    w = wheel(abi="cpython", python="3.11")
+    assert fnmatch("llaisys-0.1.0-cp311-cp311-manylinux1_x86_64.manylinux_2_5_x86_64.whl",
+                   w.glob)
+    assert fnmatch("llaisys-0.1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                   w.glob)
+    assert not fnmatch("llaisys-0.1.0-cp312-cp312-manylinux_2_17_x86_64.whl", w.glob)
+    # a py3-none package found pure when written is py3-none-any
+    assert fnmatch("llaisys-0.1.0-py3-none-any.whl", wheel().glob)
