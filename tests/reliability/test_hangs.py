@@ -99,6 +99,7 @@ def test_an_index_that_never_answers_costs_a_timeout(tmp_path: Path,
     monkeypatch.setenv("TWINE_USERNAME", "u")
     monkeypatch.setenv("TWINE_PASSWORD", "pw-never-shown")
     monkeypatch.setattr(index, "PROGRESS_EVERY", 0.5)
+    (tmp_path / ".builder-state").write_text("")  # a state folder (the writer's marker)
     whl = tiny_wheel(tmp_path)
     said: list[str] = []
     failure: list[BaseException] = []
