@@ -156,8 +156,9 @@ class Executor:
 
             env = test_env(env)
         base = self.step_env(step, {})
-        writer.make_dirs(base["TMPDIR"])
-        writer.make_dirs(base["HOME"])
+        for folder in (base["TMPDIR"], base["HOME"]):  # builder's, or the host's (a fetch)
+            if not os.path.isdir(folder):
+                writer.make_dirs(folder)
         # a GPU compiler's temporary files (hipcc leaves two <kernel>-XXXXXX folders per
         # compile) go to a folder of the step's own, removed however the step ends
         # (under --sandbox every step has a private one)
@@ -199,6 +200,22 @@ class Executor:
                            "connection in the log is a read outside them; declare it, or pass "
                            "the variable with --env (docs/step-environment.md)")
                 raise StepFailed(step.id, list(argv), res.returncode, str(path), res.tail, why)
+
+    def _do_configure(self, step: Step) -> None:
+        """CMake's configure, after dropping a cache made in another folder: a build folder
+        is named by its config key, which does not change when the project (with its
+        state folder) is moved or copied, and CMake refuses a cache from elsewhere."""
+        for argv in step.commands:
+            folder = argv[argv.index("-B") + 1] if "-B" in argv[:-1] else ""
+            cache = Path(folder) / "CMakeCache.txt" if folder else None
+            if cache is not None and cache.is_file():
+                made_in = next((line.split("=", 1)[1].strip() for line in
+                                cache.read_text(errors="replace").splitlines()
+                                if line.startswith("CMAKE_CACHEFILE_DIR:")), "")
+                if made_in and os.path.realpath(made_in) != os.path.realpath(folder):
+                    writer.remove(cache)
+                    writer.remove(Path(folder) / "CMakeFiles")
+        self.commands(step)
 
     def _do_build(self, step: Step) -> None:
         compiling.build(self, step)

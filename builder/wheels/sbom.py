@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 
 from builder.wheels.build import Member
 from builder.wheels.elf import is_elf
@@ -67,11 +68,17 @@ def sbom_json(name: str, version: str, members: list[Member],
             props.append(Property(name="builder:detail", value=detail))
         hashes = [HashType(alg=HashAlgorithm.SHA_256, content=ver)] \
             if kind == "source" and len(ver) == 64 else []
-        bom.components.add(Component(
+        made = Component(
             name=dep, version=None if hashes else (ver or None),
             type=kinds.get(kind, ComponentType.LIBRARY), bom_ref=f"{kind}:{dep}",
             scope=ComponentScope.EXCLUDED if kind == "compiler" else None,
-            hashes=hashes, properties=props))
-    text = JsonV1Dot6(bom).output_as_string(indent=2)
+            hashes=hashes, properties=props)
+        bom.components.add(made)
+        bom.register_dependency(root, [made])
+    with warnings.catch_warnings():
+        # a wheel with no binary and no recorded provenance has no dependencies at all:
+        # an empty graph is the truth, not an incomplete one
+        warnings.filterwarnings("ignore", message=".*has no defined dependencies.*")
+        text = JsonV1Dot6(bom).output_as_string(indent=2)
     json.loads(text)  # the library's output, checked to be one JSON document
     return text + "\n"
