@@ -154,6 +154,7 @@ def test_a_torch_extension_from_the_projects_own_build_gets_the_torch_pin(
     from builder.wheels.build import build_wheel
     from builder.wheels.repair import seal, write_raw
 
+    (tmp_path / ".builder-owned").write_text("builder\n")  # the writer's marker
     lib = Path(torch.__file__).parent / "lib"
     tree = tmp_path / "tree" / "fx"
     tree.mkdir(parents=True)
