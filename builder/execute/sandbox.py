@@ -96,6 +96,9 @@ class Sandbox:
         for entry in env.get("PYTHONPATH", "").split(":"):
             own = os.path.join(entry, "builder")  # builder itself, not the whole checkout
             add(own if os.path.isfile(os.path.join(own, "__init__.py")) else entry)
+        # builder's own package, wherever the interpreter imports it from (an editable
+        # install's finder points into a checkout): the steps' launchers import it
+        add(str(Path(__file__).resolve().parents[1]))
         for src in self.sources.get(step.variant, ()):
             add(src)
         add(str(self.ws.state))
@@ -113,8 +116,9 @@ class Sandbox:
         broker = env.get("BUILDER_BROKER", "")
         if broker:
             out.append(os.path.dirname(broker))
-        for p in out:
-            writer.make_dirs(p)
+        for p in out:  # builder's folders; a socket's or a cache's exists already
+            if not os.path.isdir(p):
+                writer.make_dirs(p)
         return out
 
     def wrap(self, step: Step, argv: tuple[str, ...], env: Mapping[str, str],
@@ -151,7 +155,8 @@ class Sandbox:
         elif home:
             args += ["--tmpfs", home]
         if tmp:
-            writer.make_dirs(tmp)
+            if not os.path.isdir(tmp):
+                writer.make_dirs(tmp)
             args += ["--bind", tmp, tmp]
         args += ["--chdir", str(cwd), "--", *argv]
         return tuple(args)
