@@ -72,3 +72,24 @@ def test_the_json_plan_round_trips(tmp_path: Path) -> None:
     plan = _plan(ws, rs)
     again = BuildPlan.from_json(json.loads(planfmt.to_json(plan)))
     assert again.to_json() == plan.to_json()
+
+
+def test_a_recipe_is_pinned_once_not_once_per_variant(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lockfile's per-field recipe digests (``recipe.backends`` holds every backend)
+    are the same for each variant: made per variant, a recipe of N backends took N² time."""
+    from builder.resolve import keys
+
+    ws, rs = _wide(tmp_path, 60)
+    calls = [0]
+    real = keys.digest
+
+    def counted(*parts: object) -> str:
+        calls[0] += parts[0] == "backends"
+        return real(*parts)
+
+    monkeypatch.setattr(keys, "digest", counted)
+    plan = _plan(ws, rs)
+    assert len(plan.variants) == 120
+    assert all(dict(v.pins).get("recipe.backends") for v in plan.variants)
+    assert calls[0] <= 1, f"the recipe's backends were digested {calls[0]} times"
