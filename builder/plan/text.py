@@ -154,27 +154,41 @@ def to_json(plan: BuildPlan) -> str:
     return out.getvalue()
 
 
+#: the encoder of :func:`write_json`'s lines: ``json.dumps(x, sort_keys=True)``'s output,
+#: without its per-call set-up and its check for cycles (a plan is a tree of plain values)
+_LINE = json.JSONEncoder(sort_keys=True, check_circular=False).encode
+#: characters gathered before a write: every write to the terminal passes the redactor,
+#: whose cost is per call (a line per write made it most of a large plan's time)
+CHUNK = 1 << 20
+
+
 def write_json(plan: BuildPlan, stream: IO[str]) -> None:
     """The plan's JSON (:meth:`BuildPlan.to_json`), its top level indented and each
-    variant and step on a line of its own (keys sorted): diffable, and written a line at
-    a time by the C encoder (an indented dump of a plan of thousands of variants took
-    several times as long as resolving it)."""
+    variant and step on a line of its own (keys sorted): diffable, and made a line at a
+    time by the C encoder (an indented dump of a plan of thousands of variants took
+    several times as long as resolving it), written in chunks of about :data:`CHUNK`."""
     data = plan.to_json()
     keys = sorted(data)
-    stream.write("{\n")
+    buf: list[str] = ["{\n"]
+    size = 0
     for i, k in enumerate(keys):
         end = ",\n" if i < len(keys) - 1 else "\n"
         v = data[k]
         if isinstance(v, (list, tuple)) and v:
-            stream.write(f"  {json.dumps(k)}: [\n")
+            buf.append(f"  {json.dumps(k)}: [\n")
             last = len(v) - 1
             for j, item in enumerate(v):
-                stream.write(f"    {json.dumps(item, sort_keys=True)}"
-                             f"{',' if j < last else ''}\n")
-            stream.write(f"  ]{end}")
+                line = f"    {_LINE(item)}{',' if j < last else ''}\n"
+                buf.append(line)
+                size += len(line)
+                if size >= CHUNK:
+                    stream.write("".join(buf))
+                    buf, size = [], 0
+            buf.append(f"  ]{end}")
         else:
-            stream.write(f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True)}{end}")
-    stream.write("}\n")
+            buf.append(f"  {json.dumps(k)}: {_LINE(v)}{end}")
+    buf.append("}\n")
+    stream.write("".join(buf))
 
 
 def dot(plan: BuildPlan) -> str:

@@ -257,13 +257,11 @@ def variant_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
                   k.sources if r.tests or r.python.versions else "")
 
 
-def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:
-    """What `builder lock` records for the variant, name by name: the source, the
-    toolchains, the Conan references, the Python — and the recipe's own inputs, one digest
-    per field of the model (``recipe.flags``, ``recipe.defines``, …, every field but where
-    the recipe is and its compiler cache, which changes how, not what, is built), and
-    each ``${env.X}`` it substitutes (``env.X``: a digest of the value), so that a changed
-    flag or variable is drift a lockfile refuses, by name."""
+@per_object
+def _recipe_pins(r: Recipe) -> dict[str, str]:
+    """The digest of each field of the recipe that :func:`pins` records, made once per
+    recipe (it is the same for each of the recipe's variants, and a recipe of N variants
+    holds N backends: made per variant, planning took N² time)."""
     from dataclasses import fields, is_dataclass
 
     def plain(x: object) -> object:  # every field, those kept out of a repr too
@@ -271,11 +269,21 @@ def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:
             return {f.name: plain(getattr(x, f.name)) for f in fields(x)}
         return [plain(i) for i in x] if isinstance(x, tuple | list) else x
 
-    r = k.recipe
     where = {"file", "display", "digest", "positions", "substituted", "compiler_cache",
              "sources"}  # sources: "source"; substituted: the texts of other fields
-    recipe_pins = {f"recipe.{f.name}": digest(f.name, plain(getattr(r, f.name)))[:16]
-                   for f in fields(r) if f.name not in where}
+    return {f"recipe.{f.name}": digest(f.name, plain(getattr(r, f.name)))[:16]
+            for f in fields(r) if f.name not in where}
+
+
+def pins(k: KeyInputs) -> tuple[tuple[str, str], ...]:
+    """What `builder lock` records for the variant, name by name: the source, the
+    toolchains, the Conan references, the Python — and the recipe's own inputs, one digest
+    per field of the model (``recipe.flags``, ``recipe.defines``, …, every field but where
+    the recipe is and its compiler cache, which changes how, not what, is built), and
+    each ``${env.X}`` it substitutes (``env.X``: a digest of the value), so that a changed
+    flag or variable is drift a lockfile refuses, by name."""
+    r = k.recipe
+    recipe_pins = _recipe_pins(r)
     return tuple(sorted({
         "source": ",".join(k.sources),
         **{f"toolchain.{t}": v for t, v in k.tools.items()},

@@ -5,6 +5,7 @@ variants in seconds — are bench/plan_speed.py's; these tests count the work.)"
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,62 @@ def test_the_json_plan_round_trips(tmp_path: Path) -> None:
     plan = _plan(ws, rs)
     again = BuildPlan.from_json(json.loads(planfmt.to_json(plan)))
     assert again.to_json() == plan.to_json()
+
+
+def test_a_recipe_is_pinned_once_not_once_per_variant(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lockfile's per-field recipe digests (``recipe.backends`` holds every backend)
+    are the same for each variant: made per variant, a recipe of N backends took N² time."""
+    from builder.resolve import keys
+
+    ws, rs = _wide(tmp_path, 60)
+    calls = [0]
+    real = keys.digest
+
+    def counted(*parts: object) -> str:
+        calls[0] += parts[0] == "backends"
+        return real(*parts)
+
+    monkeypatch.setattr(keys, "digest", counted)
+    plan = _plan(ws, rs)
+    assert len(plan.variants) == 120
+    assert all(dict(v.pins).get("recipe.backends") for v in plan.variants)
+    assert calls[0] <= 1, f"the recipe's backends were digested {calls[0]} times"
+
+
+def test_the_json_plan_is_written_in_chunks_with_the_same_text(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every write to the terminal passes the redactor, whose cost is per call: the JSON
+    plan is written in chunks, and its text is the same as one line per write (a line per
+    variant and per step, the top level indented, keys sorted)."""
+    import json
+
+    ws, rs = _wide(tmp_path, 20)
+    plan = _plan(ws, rs)
+    data = plan.to_json()
+    expected = ["{\n"]
+    for i, k in enumerate(sorted(data)):
+        end = ",\n" if i < len(data) - 1 else "\n"
+        if isinstance(data[k], (list, tuple)) and data[k]:
+            rows = [json.dumps(x, sort_keys=True) for x in data[k]]
+            expected.append(f"  {json.dumps(k)}: [\n    " + ",\n    ".join(rows) + f"\n  ]{end}")
+        else:
+            expected.append(f"  {json.dumps(k)}: {json.dumps(data[k], sort_keys=True)}{end}")
+    expected.append("}\n")
+
+    class Counted(io.StringIO):
+        writes = 0
+
+        def write(self, s: str) -> int:
+            Counted.writes += 1
+            return super().write(s)
+
+    out = Counted()
+    planfmt.write_json(plan, out)
+    assert out.getvalue() == "".join(expected)
+    assert Counted.writes == 1, f"{len(plan.steps)} steps written in {Counted.writes} writes"
+    monkeypatch.setattr(planfmt, "CHUNK", 2000)
+    Counted.writes, small = 0, Counted()
+    planfmt.write_json(plan, small)
+    assert small.getvalue() == out.getvalue()
+    assert 1 < Counted.writes <= len(out.getvalue()) // 2000 + 2

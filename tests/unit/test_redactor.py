@@ -50,6 +50,20 @@ def test_redact_masks_known_values_urls_queries_and_headers() -> None:
     assert secrets.redact('"x": false', environ={"USE_TOKEN": "false"}) == '"x": false'
 
 
+@pytest.mark.parametrize("header", ["Authorization: Bearer", "AUTHORIZATION:  token",
+                                    "authorization:\tBasic", "AuThOrIzAtIoN: bearer"])
+def test_an_authorization_header_is_masked_in_any_case(header: str) -> None:
+    """The header's name is looked for case-folded before the pattern runs: whatever case
+    the pattern matches, the check finds it ("author" has no letter with a non-ASCII case
+    variant, which a case-folded check would miss)."""
+    import re
+
+    got = secrets.redact(f'{{"a": 1}}\n{"x" * 5000} {header} hd-1234 tail', environ={})
+    assert "hd-1234" not in got and got.endswith("*** tail")
+    assert all(re.fullmatch(f"(?i){c}", ch) is None or ch.lower() == c
+               for c in "author" for ch in map(chr, range(0x250)))
+
+
 def test_a_stored_url_is_masked_in_its_secret_parts_only() -> None:
     secrets.split_url("http://h.example/blob.tgz?token=tt-7777", "unit/blob")
     assert secrets.redact("cannot download http://h.example/blob.tgz?token=tt-7777: 404") == \
