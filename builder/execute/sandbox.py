@@ -94,6 +94,8 @@ class Sandbox:
                 add(_prefix(prog))
                 add(_prefix(os.path.realpath(prog)))
         for entry in env.get("PYTHONPATH", "").split(":"):
+            if not os.path.isabs(entry):  # "" or a relative entry: bwrap needs a path
+                continue
             own = os.path.join(entry, "builder")  # builder itself, not the whole checkout
             add(own if os.path.isfile(os.path.join(own, "__init__.py")) else entry)
         # builder's own package, wherever the interpreter imports it from (an editable
