@@ -78,7 +78,7 @@ def test_a_kernel_steps_temporary_files_are_removed(tmp_path: Path, fails: bool)
     # TMPDIR is a folder of its own, removed however the step ends
     from builder.errors import StepFailed
     from builder.execute.executor import Executor
-    from builder.plan.model import Step
+    from builder.plan.model import BuildPlan, Step
     from builder.util.runner import SubprocessRunner
     from builder.workspace.paths import Workspace
 
@@ -92,15 +92,20 @@ def test_a_kernel_steps_temporary_files_are_removed(tmp_path: Path, fails: bool)
              f"sys.exit({int(fails)})\n")
     step = Step("k/kernel:rms_norm:gfx90a", "kernel", "k",
                 commands=((sys.executable, "-c", leave),), cwd=str(project))
-    ex = Executor(None, Workspace.at(project), SubprocessRunner())  # type: ignore[arg-type]
+    plan = BuildPlan(variants=(), steps=(step,), host="test", cpus=1, memory_budget=2**30,
+                     jobs=1)
+    ex = Executor(plan, Workspace.at(project), SubprocessRunner())
     if fails:
         with pytest.raises(StepFailed):
             ex.commands(step)
     else:
         ex.commands(step)
     left = Path(where.read_text())
-    assert left.parent.parent == tmp_path and left.parent.name.startswith("builder-step-")
+    # the step's own folder inside its TMPDIR (the state folder's, from its environment)
+    tmpdir = Path(ex.step_env(step)["TMPDIR"])
+    assert left.parent.parent == tmpdir and left.parent.name.startswith("builder-step-")
     assert not left.parent.exists()
+    assert list(tmpdir.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["project", "where.txt"]
 
 
