@@ -31,6 +31,16 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: flo
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout}s")
 
 
+def _stop(proc: subprocess.Popen[bytes], grace: float = 10) -> None:
+    """Terminate a server, and kill it if it has not exited within ``grace`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextmanager
 def redis_server(workdir: Path) -> Iterator[str]:
     """A throw-away redis-server on 127.0.0.1; yields its URL."""
@@ -46,8 +56,7 @@ def redis_server(workdir: Path) -> Iterator[str]:
         _wait_port(port, proc, "redis-server")
         yield f"redis://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        _stop(proc)
 
 
 @contextmanager
@@ -80,12 +89,7 @@ def conan_server(workdir: Path, users: dict[str, str], write: str = "*/*@*/*: *"
         _wait_port(port, proc, "conan-server")
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
         log.close()
 
 
@@ -124,10 +128,5 @@ def pypi_server(workdir: Path, users: dict[str, str]) -> Iterator[str]:
         _wait_port(port, proc, "pypiserver")
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
         log.close()
