@@ -25,7 +25,7 @@ from builder.memory.admission import admit
 from builder.memory.estimate import Estimate
 from builder.memory.guard import guard
 from builder.memory.jobs import JobRecord, Learned, fall, relearn
-from builder.memory.policy import Job, build_speed, envelope, released, sped_up
+from builder.memory.policy import Job, build_speed, envelope, passed_peak, released, sped_up
 from builder.memory.run import Run
 from builder.memory.suffixes import DEVICE_SUFFIXES
 from builder.memory.tuning import TUNING, Tuning
@@ -163,6 +163,10 @@ class Scheduler:
         #: estimate group → what its jobs measured in this build
         self.learned: dict[str, Learned] = {}
         self.estimates: dict[str, Estimate] = {}  # a job's first estimate, while it runs
+        #: device compiles reserved at their predicted peak without its margin, learning
+        #: keeps it so: the backstop, which watches their memory, keeps the budget where a
+        #: prediction is short (host compiles' learned estimates keep their margins)
+        self.bare: set[str] = set()
         self.speed = 1.0  # the most the jobs went faster than their curves (build_speed)
         self.watching = False  # the backstop watches the build's cgroup
         self.most_used = 0  # the most the build's cgroup held, as the backstop saw it
@@ -196,6 +200,8 @@ class Scheduler:
         spec = watched and est.seconds > 0 and not ev.file.endswith(DEVICE_SUFFIXES)
         if watched:
             cpu, est = (est.seconds if spec else 0.0), replace(est, reserve=est.peak)
+            if ev.file.endswith(DEVICE_SUFFIXES):
+                self.bare.add(ev.id)
         rec = JobRecord(ev.id, ev.file, est.peak, est.reserve, est.source, now,
                         retry=ev.retry, model_cpu=cpu, model_curve=bool(curve),
                         family=est.family,
@@ -253,6 +259,7 @@ class Scheduler:
         self.waiting = [j for j in self.waiting if j.id != ev.id]
         self.exclusive.discard(ev.id)
         self.estimates.pop(ev.id, None)
+        self.bare.discard(ev.id)
         return self._schedule(now)
 
     def _on_memory(self, ev: Event, now: float) -> list[Decision]:
@@ -378,12 +385,21 @@ class Scheduler:
             out.append(self._start(g.job, now, g.alone, g.lowmem))
         return out
 
+    def _shown(self, run: Run, now: float) -> bool:
+        """Whether a device compile has shown its peak (:func:`.policy.passed_peak`):
+        nvcc's cicc peaks early, once per batch of archs, alike; a host compiler's memory
+        dips and climbs again, so only its end tells its peak."""
+        return run.rec.file.endswith(DEVICE_SUFFIXES) and \
+            passed_peak(run.view(now), self.tuning)
+
     def _learn(self, now: float) -> None:
         """Re-estimate waiting jobs from what their group measured in this build
-        (:func:`relearn`) — finished siblings, and running ones past their single peak
-        (:func:`.policy.released`: an nvcc job compiling its host code after its cicc
-        peak has shown that peak) — and tell running jobs never measured what their
-        siblings held after their peaks (``jobs.fall``)."""
+        (:func:`relearn`) — finished siblings, and running ones that have shown their peak
+        (:func:`.policy.passed_peak`: an nvcc job past its first cicc run) — and tell
+        running jobs never measured what their siblings held after their peaks
+        (``jobs.fall``).  A job reserved at its bare peak (the backstop watching) that has
+        shown its own peak is reserved at what it and its siblings reached, if less:
+        two nvcc jobs whose recipe value is high then run side by side."""
         holding: dict[str, int] = {}
         known = dict(self.learned)
         for run in self.running.values():
@@ -391,9 +407,13 @@ class Scheduler:
                 holding[g] = max(holding.get(g, 0), run.rss)
             if not run.rec.source.startswith("history"):  # not measured itself
                 run.fall = fall(run.rec, self.learned, self.estimates.get(run.rec.id))
-                if run.top and released(run.view(now), self.tuning) is not None:
+                if self._shown(run, now):
                     for g in run.rec.groups:
                         known[g] = known.get(g, Learned()).passed(run.top)
+        for i, run in self.running.items():
+            if i in self.bare and run.rec.group in known and self._shown(run, now):
+                reached = max(known[run.rec.group].peak, run.top)
+                run.rec.reserve = min(run.rec.reserve, reached)
         for k, job in enumerate(self.waiting):
             est = self.estimates.get(job.id)
             new = relearn(est, known, holding, self.tuning) if est is not None else None
@@ -405,6 +425,11 @@ class Scheduler:
             again = replace(job, estimate=new.reserve, seconds=cpu, curve=curve, span=span)
             if rec.retry or again == job:
                 continue
+            if job.id in self.bare:  # reserved without a margin, as when it arrived
+                new = replace(new, reserve=new.peak)
+                again = replace(again, estimate=new.peak)
+                if again == job:
+                    continue
             rec.estimate, rec.reserve, rec.source = new.peak, new.reserve, new.source
             rec.model_cpu, rec.model_curve = cpu, bool(curve)
             rec.siblings = known[new.source.split(":", 1)[1]].count

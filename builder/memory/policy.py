@@ -104,6 +104,7 @@ __all__ = [
     "curve_at",
     "demand",
     "envelope",
+    "passed_peak",
     "progress",
     "released",
     "rising",
@@ -203,6 +204,15 @@ def released(job: Running, tuning: Tuning = TUNING) -> float | None:
         return None
     bound = max(job.estimate, job.top) * min(1.0, tail + tuning.slack)
     return bound if job.rss <= bound else None
+
+
+def passed_peak(job: Running, tuning: Tuning = TUNING) -> bool:
+    """Whether ``job`` has shown its peak: it reached ``Tuning.reached`` of its predicted
+    peak, and holds ``Tuning.drop`` of what it reached or less now (nvcc between or after
+    its cicc runs; a job whose memory only rises has not passed it until it ends).  Its
+    siblings learn that peak (``core.Scheduler``), without waiting for it to end."""
+    predicted = job.peak or job.estimate
+    return job.top >= tuning.reached * predicted and 0 < job.rss <= tuning.drop * job.top
 
 
 def upper(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
