@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 import statistics
-from pathlib import Path
 
 from builder.memory.core import Switches
 from builder.memory.estimate import Estimate, estimate, scan_includes
