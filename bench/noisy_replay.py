@@ -44,7 +44,7 @@ def main() -> int:
     for seed in range(args.seeds):
         rng = random.Random(seed)
 
-        def drawn() -> dict[str, float]:
+        def drawn(rng: random.Random = rng) -> dict[str, float]:
             return {f: t.cpu * rng.uniform(1 - args.spread, 1 + 1.3 * args.spread)
                     for f, t in traces.items()}
 
