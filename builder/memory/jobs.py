@@ -119,7 +119,7 @@ def relearn(est: Estimate, known: Mapping[str, Learned], holding: Mapping[str, i
 
 
 def fall(rec: JobRecord, known: Mapping[str, Learned], est: Estimate | None) -> float:
-    """What tells when a job never measured is past its single peak (``Live.fall``): what
+    """What tells when a job never measured is past its single peak (``run.Run.fall``): what
     its siblings held after theirs (``known``), or — until one of them ended — its prior's
     fall (``Estimate.fall``: nvcc's host compile after its cicc runs)."""
     return next((known[g].fall for g in (rec.group, rec.family) if g in known),

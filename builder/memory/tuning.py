@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-__all__ = ["TUNING", "MiB", "Tuning", "knob", "knobs"]
+__all__ = ["TUNING", "MiB", "Tuning", "knob", "knobs", "knobs_table"]
 
 MiB = 2**20
 
@@ -124,6 +124,14 @@ class Tuning:
 def knobs() -> list[tuple[str, Any, str, str]]:
     """(name, default, unit, why) of every knob, for the docs."""
     return [(f.name, f.default, f.metadata["unit"], f.metadata["why"]) for f in fields(Tuning)]
+
+
+def knobs_table() -> str:
+    """The knobs as the Markdown table in docs/memory.md (a test keeps the two alike)."""
+    rows = ["| knob | default | unit | why |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{name}` | {default} | {unit} | {why.replace('``', '`')} |"
+             for name, default, unit, why in knobs()]
+    return "\n".join(rows) + "\n"
 
 
 #: the defaults, for pure functions called without a tuning of their own
