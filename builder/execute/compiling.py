@@ -36,8 +36,8 @@ def socket_dir() -> Path:
 
 def build(ex: StepHost, step: Step) -> None:
     """A CMake build with its memory broker running for the compile launchers."""
-    from builder.memory.broker import Broker, BrokerConfig
-    from builder.memory.jobs import oom_kills, requeues
+    from builder.memory.broker import Broker
+    from builder.memory.jobs import learned_lines, oom_kills, requeues
     from builder.memory.launcher import remove_stale_job_dirs
 
     if not isinstance(step.payload, CompileJobs):
@@ -49,11 +49,7 @@ def build(ex: StepHost, step: Step) -> None:
     remove_stale_job_dirs(Path(env["TMPDIR"]))  # the steps' temporary folder
     # A short path (Unix socket names are limited to ~100 bytes), unique per process.
     sock = socket_dir() / f"builder-{os.getpid()}-{safe_name(step.variant)[-40:]}.sock"
-    broker = Broker(sock, BrokerConfig(
-        budget=cfg.budget, slots=cfg.slots, source_root=cfg.source_root,
-        build_dir=cfg.build_dir, history_path=cfg.history_path,
-        recipe_default=cfg.recipe_default, recipe_globs=cfg.recipe_globs,
-        lowmem_flags=cfg.lowmem_flags, scope=cfg.scope))
+    broker = Broker(sock, cfg)
     broker.start()
     ex.broker = broker
     cache_before = compiler_cache_stats(env)
@@ -69,6 +65,7 @@ def build(ex: StepHost, step: Step) -> None:
         jobs = broker.report()
         ex.oom += [f"{step.id}: {line}" for line in oom_kills(jobs)]
         ex.memory_notes += [f"{step.id}: {line}" for line in requeues(jobs)]
+        ex.memory_notes += [f"{step.id}: {line}" for line in learned_lines(jobs)]
         if broker.failure:  # a bug of ours: it cost time, and it must be seen
             ex.memory_notes.append(f"{step.id}: the memory scheduler failed ({broker.failure}); "
                                "the compiles after it ran one at a time — please report it")

@@ -1,17 +1,19 @@
 """Memory-aware compile scheduling.
 
-* :mod:`.policy` — pure functions: admission (each running job's memory bounded by its
-  progress in CPU time, counted until its predicted end), the guard that pauses young
-  jobs when an old one runs late, and a simulator that predicts wall time and peak
-  memory for ``builder plan``.
-* :mod:`.estimate` — a job's predicted peak (and, when measured, CPU time): build
-  history, else the recipe's globs, else priors by umbrella header
-  (``data/memory_priors.json``, which also holds the time model's values).
-* :mod:`.history` — measured peaks, wall and CPU seconds between builds.
-* :mod:`.broker` — a per-build server on a Unix socket that admits, pauses and resumes.
-* :mod:`.launcher` — ``CMAKE_<LANG>_COMPILER_LAUNCHER``: asks the broker before
-  exec'ing the compiler, reports and measures the peak RSS and CPU time of the whole
-  process tree, stops/continues it on the broker's word, retries an out-of-memory kill
-  alone with the low-memory flag tier.
+* :mod:`.core` — the scheduler: a pure state machine, ``step(event, now) -> decisions``
+  (admit, pause, resume, requeue), no threads, sockets or clock.
+* :mod:`.tuning` — :class:`.tuning.Tuning`, every knob of the policy with its unit and why.
+* :mod:`.policy`, :mod:`.admission`, :mod:`.guard`, :mod:`.backstop` — the pure decisions
+  the core applies: each job's memory bound by its progress, which waiting jobs start, which
+  running ones pause, what to freeze or requeue when the measured memory nears the budget.
+* :mod:`.estimate`, :mod:`.jobs` — a job's predicted peak (history, the recipe's globs,
+  priors by umbrella header) and what its siblings taught the build so far.
+* :mod:`.broker` — the thin layer around the core: a Unix socket per build, the launchers'
+  messages (:mod:`.wire`) and the build cgroup's memory turned into events.
+* :mod:`.launcher` — ``CMAKE_<LANG>_COMPILER_LAUNCHER``: asks the broker before it runs
+  the compiler, measures its process tree, obeys pause/resume/requeue, retries an
+  out-of-memory kill alone with the low-memory flags.
+* :mod:`.replay` — the core driven over recorded jobs on a virtual clock (bench, tests).
+* :mod:`.forecast` — ``builder plan``'s prediction with the same admission and tuning.
 * :mod:`.cgroup` — the safety net: the build runs in a cgroup capped at the budget.
 """

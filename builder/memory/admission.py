@@ -14,7 +14,7 @@ nothing new starts while a job is paused.
 
 **The bet.**  A *speculative* job — never measured, admitted on its prior's CPU time and
 peak while the backstop (:mod:`.backstop`) keeps the build's measured memory within the
-budget — may be planned up to :attr:`.policy.Model.bet` (5 %) above the budget, and the
+budget — may be planned up to :attr:`.tuning.Tuning.bet` above the budget, and the
 guard lets it run there too (:func:`.policy.room_of`).  The bounds assume that jobs started
 together peak together, on a CPU time no build has measured; torch TUs hold 95 % of their
 peak only for their last ~15 % of CPU time, and alike TUs of one build take ±15-20 % of
@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from builder.memory.policy import INF, Job, Load, Model, Running, envelope, room_of
+from builder.memory.policy import INF, Job, Load, Running, envelope, room_of
+from builder.memory.tuning import TUNING, Tuning
 
-__all__ = ["LONG", "SAME_SIZE", "Grant", "admit", "by_size"]
+__all__ = ["Grant", "admit", "by_size"]
 
 
 @dataclass(frozen=True)
@@ -45,32 +46,26 @@ def _as_running(r: int | Running) -> Running:
     return r if isinstance(r, Running) else Running(int(r))
 
 
-#: estimates within this fraction of a larger one's count as the same size (:func:`by_size`)
-SAME_SIZE = 0.10
-#: a job expected to run this many times its band's median goes first (:func:`by_size`)
-LONG = 1.5
-
-
-def by_size(waiting: Sequence[Job]) -> list[Job]:
+def by_size(waiting: Sequence[Job], tuning: Tuning = TUNING) -> list[Job]:
     """Links first (short, and the rest of the build waits on them: under largest-first
     they ran one by one at the end), then largest first; jobs of about the same size
-    (within :data:`SAME_SIZE` of the largest of their band) in the build tool's order —
+    (within ``Tuning.same_size`` of the largest of their band) in the build tool's order —
     except the band's long ones, which go first, longest first.  A few MB of estimate
     between two torch TUs say nothing, and ninja's order follows its graph: strict
     largest-first lets one TU wait behind every later one, and ordering a band by its
     measured CPU times (which vary by about ±15 % for alike TUs: run-to-run noise) starts
-    the TU that the library's link waits for last.  A job measured at :data:`LONG` × its
+    the TU that the library's link waits for last.  A job measured at ``Tuning.long`` × its
     band's median or more is no noise: started late, it is the build's tail, running alone
     at the end (an nvcc TU of twice its siblings' CPU time)."""
     out = sorted((j for j in waiting if j.link), key=lambda j: j.order)
     ranked = sorted((j for j in waiting if not j.link), key=lambda j: (-j.estimate, j.order))
     while ranked:
         top = ranked[0].estimate
-        band = [j for j in ranked if j.estimate >= top * (1 - SAME_SIZE)]
+        band = [j for j in ranked if j.estimate >= top * (1 - tuning.same_size)]
         ranked = ranked[len(band):]
         known = sorted(_duration(j) for j in band if j.seconds > 0)
         typical = known[len(known) // 2] if known else INF
-        long = sorted((j for j in band if j.seconds > 0 and _duration(j) >= LONG * typical),
+        long = sorted((j for j in band if j.seconds > 0 and _duration(j) >= tuning.long * typical),
                       key=lambda j: (-_duration(j), j.order))
         first = {j.id for j in long}
         out.extend(long)
@@ -85,12 +80,11 @@ def _duration(job: Job) -> float:
 
 def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: int,
           slots: int, exclusive: frozenset[str] = frozenset(), now: float = 0.0,
-          model: Model | None = None, overhead: int = 0) -> list[Grant]:
+          model: Tuning = TUNING, overhead: int = 0) -> list[Grant]:
     """Jobs of ``waiting`` to start now.  ``running`` maps job id → :class:`.policy.Running`
     (or bytes reserved for its whole life); ``exclusive`` are ids that must run
     alone (e.g. retried after an OOM kill); ``overhead`` is memory used besides the
     jobs (their launchers)."""
-    model = model or Model()
     runs = [_as_running(r) for r in running.values()]
     if any(r.paused for r in runs):
         return []  # paused jobs go first
@@ -100,7 +94,7 @@ def admit(waiting: Sequence[Job], running: Mapping[str, int | Running], budget: 
     busy = len(runs)
     #: a shape that did not fit will not fit now
     failed: set[tuple[int, float, int, float, tuple[float, ...], float, bool]] = set()
-    for job in by_size(waiting):
+    for job in by_size(waiting, model):
         if busy >= slots:
             break
         if job.id in exclusive or job.estimate > budget:

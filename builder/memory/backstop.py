@@ -8,9 +8,9 @@ unreclaimable memory of the build's cgroup (:func:`.jobgroup.anon_bytes`), every
 ``period`` seconds, and its growth rate, and decides (pure: :func:`react`):
 
 * **freeze** the youngest running job still growing (never the oldest: the build always
-  progresses; never one at :data:`AT_PEAK` of its expected peak: freezing it stops no
+  progresses; never one at ``Tuning.at_peak`` of its expected peak: freezing it stops no
   growth and holds its memory longer) once the memory, plus what it grows in
-  ``reaction`` seconds at its current rate, passes the *freeze line* (``margin`` below
+  ``Tuning.reaction`` seconds at its current rate, passes the *freeze line* (``margin`` below
   the budget).  A frozen job keeps its memory but stops growing; nothing new is
   admitted while any job is stopped.  The growth rate is measured again from each
   freeze on: the rate from before it would freeze one job after another for growth
@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["AT_PEAK", "Action", "JobView", "Lines", "lines", "react"]
+from builder.memory.tuning import TUNING, Tuning
 
-MiB = 2**20
+__all__ = ["Action", "JobView", "Lines", "lines", "react"]
 
 
 @dataclass(frozen=True)
@@ -60,19 +60,19 @@ class Lines:
     kill: float
 
 
-def lines(budget: int, rate: float, reaction: float) -> Lines:
+def lines(budget: int, rate: float, tuning: Tuning = TUNING) -> Lines:
     """The freeze and kill lines for ``budget`` at a growth of ``rate`` bytes/s."""
-    margin = max(0.03 * budget, 96 * MiB)
-    ahead = max(rate, 0.0) * reaction
+    margin = max(tuning.margin * budget, tuning.margin_min)
+    ahead = max(rate, 0.0) * tuning.reaction
     return Lines(budget - margin - ahead, budget - margin / 3 - ahead / 2)
 
 
 def react(jobs: Sequence[JobView], used: int, rate: float, budget: int,
-          reaction: float = 0.25) -> Action:
+          tuning: Tuning = TUNING) -> Action:
     """What to do now that the build holds ``used`` bytes, growing ``rate`` bytes/s."""
     if not jobs:
         return Action()
-    line = lines(budget, rate, reaction)
+    line = lines(budget, rate, tuning)
     order = sorted(jobs, key=lambda j: (j.started, j.id))
     younger = order[1:]
     if used >= line.kill:
@@ -81,7 +81,8 @@ def react(jobs: Sequence[JobView], used: int, rate: float, budget: int,
             return Action(requeue=(victims[0].id,))
     if used >= line.freeze:
         # freezing a job at its expected peak stops no growth and only delays its end
-        active = [j for j in reversed(younger) if not j.paused and _grows(j)]
+        active = [j for j in reversed(younger)
+                  if not j.paused and j.rss < tuning.at_peak * j.estimate]
         return Action(freeze=(active[0].id,)) if active else Action()
     held = [j for j in order if j.held]
     if not held:
@@ -93,11 +94,3 @@ def react(jobs: Sequence[JobView], used: int, rate: float, budget: int,
         return Action(thaw=(first.id,))
     return Action()
 
-
-#: a job holding this share of its expected peak or more has (almost) nothing left to grow
-AT_PEAK = 0.95
-
-
-def _grows(job: JobView) -> bool:
-    """Whether ``job`` has memory left to grow by (its expected peak less what it holds)."""
-    return job.rss < AT_PEAK * job.estimate

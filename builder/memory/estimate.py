@@ -4,12 +4,11 @@ Order of trust: the peak *measured* for the same file, flags and compiler in an
 earlier build (build history; stable to < 0.05 % run to run), then the same file
 with other flags, then the recipe's ``memory.per_file`` globs / ``memory.default``,
 then priors by the umbrella header the translation unit includes
-(``data/memory_priors.json``).  Each source gets a safety margin on top: 25 % for
-priors, 15 % for recipe values and another flag set's measurement, 5 % for a peak
-measured once and 1.5 % for one measured again within 1 % (the sampled tree RSS of
-the same compile varies < 0.05 % run to run; the margin covers what 0.1 s sampling
-can miss near the peak).  Only a measurement gives a CPU time (``Estimate.cpu``),
-which lets the scheduler use its time model (``policy.py``).
+(``resources/memory_priors.json``).  Each source gets its safety margin on top
+(``Tuning.margin_*``: the less trusted the source, the larger; a peak measured twice alike
+gets the smallest, since the same compile's peak varies < 0.05 % run to run and the margin
+covers only what 0.1 s sampling can miss near the peak).  Only a measurement gives a
+CPU time (``Estimate.cpu``), which lets the scheduler use its time model (``policy.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from builder.memory.history import typical_cpu
-from builder.memory.policy import Model, after_peak, rising, upper
+from builder.memory.policy import after_peak, rising, upper
+from builder.memory.suffixes import CUDA_SUFFIXES, DEVICE_SUFFIXES, SOURCE_SUFFIXES
+from builder.memory.tuning import TUNING, Tuning
 from builder.resources import data_table
 
 __all__ = [
@@ -34,14 +35,10 @@ __all__ = [
     "learned",
     "nvcc_shape",
     "prior",
-    "ramp_model",
     "scan_includes",
 ]
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
-CUDA_SUFFIXES = (".cu",)
-DEVICE_SUFFIXES = (".cu", ".hip")
-SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".hip")
 
 
 @dataclass(frozen=True)
@@ -77,31 +74,25 @@ def _priors() -> dict[str, Any]:
     return table
 
 
-def ramp_model() -> Model:
-    """The scheduler's time model with the values of ``memory_priors.json`` (``ramp``)."""
-    ramp = _priors().get("ramp", {})
-    return Model(**{k: float(v) for k, v in ramp.items() if k in Model.__dataclass_fields__})
-
-
-def _history_reserve(rec: dict[str, Any], margins: dict[str, Any]) -> tuple[int, int]:
+def _history_reserve(rec: dict[str, Any], tuning: Tuning) -> tuple[int, int]:
     """(peak, reserve) of a measured job: a peak measured again within 1 % gets the
     small repeat margin on the larger of the two."""
     peak = int(rec["peak"])
     prev = int(rec.get("prev_peak", 0))
     if int(rec.get("runs", 1)) >= 2 and prev and abs(peak - prev) <= 0.01 * peak:
         top = max(peak, prev)
-        return top, int(top * float(margins.get("history_repeat", margins["history"])))
-    return peak, int(peak * float(margins["history"]))
+        return top, int(top * tuning.margin_history_repeat)
+    return peak, int(peak * tuning.margin_history)
 
 
-def _curve(rec: dict[str, Any]) -> tuple[float, ...]:
+def _curve(rec: dict[str, Any], tuning: Tuning) -> tuple[float, ...]:
     """The higher of the last two measured memory curves of a history record — but a curve
     that only rises next to one that falls after its peak was recorded by an older builder
     that kept a running maximum: it would hide the fall, so that nothing is released
     (``policy.released``) until the third build, and is left out."""
     curve = [float(x) for x in rec.get("curve", ())]
     prev = [float(x) for x in rec.get("prev_curve", ())]
-    if prev and after_peak(curve) is not None and list(rising(prev)) == prev:
+    if prev and after_peak(curve, tuning) is not None and list(rising(prev)) == prev:
         prev = []
     return upper(curve, prev)
 
@@ -164,7 +155,7 @@ def nvcc_shape(argv: list[str] | tuple[str, ...]) -> tuple[int, int]:
 
 
 def prior(includes: tuple[str, ...], cuda: bool, nvcc_threads: int = 1,
-          nvcc_archs: int = 1) -> Estimate:
+          nvcc_archs: int = 1, tuning: Tuning = TUNING) -> Estimate:
     """The prior of a translation unit by the first umbrella header it includes.  An nvcc
     compile for ``nvcc_archs`` archs, ``nvcc_threads`` at a time, peaks at the first arch's
     ``nvcc_peak`` plus ``nvcc_arch_peak`` (default ``nvcc_peak``) for every further arch
@@ -172,7 +163,7 @@ def prior(includes: tuple[str, ...], cuda: bool, nvcc_threads: int = 1,
     ``nvcc_seconds``) per further arch.  One that compiles all its archs at once falls
     after that peak to its host compile (``fall``: the header's host ``peak`` over it)."""
     table = _priors()
-    margin = float(table["margin"]["prior"])
+    margin = tuning.margin_prior
     row: dict[str, Any] = next((r for r in table["headers"] if r["include"] in includes),
                                table["default"])
     source = f"prior:{row['include']}" if "include" in row else "default"
@@ -190,24 +181,22 @@ def prior(includes: tuple[str, ...], cuda: bool, nvcc_threads: int = 1,
     return Estimate(peak, secs, source, int(peak * margin), fall=fall)
 
 
-def _floor(base: Estimate) -> int:
+def _floor(base: Estimate, tuning: Tuning) -> int:
     """The least a sibling's measurement may lower a job estimated from ``base`` (a prior)
-    to: ``plausible`` in ``memory_priors.json``."""
-    table = _priors().get("plausible", {})
-    ratio = float(table.get("header" if base.source.startswith("prior:") else "default", 1.0))
-    return int(base.peak * ratio)
+    to (``Tuning.plausible_header``, ``Tuning.plausible_default``)."""
+    header = base.source.startswith("prior:")
+    return int(base.peak * (tuning.plausible_header if header else tuning.plausible_default))
 
 
 def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 0,
              recipe_globs: tuple[tuple[str, int], ...] = (),
              history: dict[str, Any] | None = None,
              history_file: dict[str, Any] | None = None, nvcc_threads: int = 1,
-             nvcc_archs: int = 1) -> Estimate:
+             nvcc_archs: int = 1, tuning: Tuning = TUNING) -> Estimate:
     """Pure: the inputs were read by the caller (``nvcc_threads``, ``nvcc_archs``: from
     :func:`nvcc_shape` of the compile's argv)."""
-    margins = _priors()["margin"]
     cuda = rel_file.endswith(CUDA_SUFFIXES)
-    base = prior(includes, cuda, nvcc_threads, nvcc_archs)
+    base = prior(includes, cuda, nvcc_threads, nvcc_archs, tuning)
     # the time model's curve was measured for host compilers: nvcc/hipcc run several
     # programs one after the other (cicc per arch, ptxas), whose peaks may come early
     timed = not rel_file.endswith(DEVICE_SUFFIXES)
@@ -216,10 +205,10 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
     shape = f"{kind}:{nvcc_threads}" + (f"x{nvcc_archs}" if cuda else "")
     family = f"{base.source}:{shape}" if base.source.startswith("prior:") else ""
     if history:
-        peak, reserve = _history_reserve(history, margins)
+        peak, reserve = _history_reserve(history, tuning)
         # a device compile's own measured curve — the running maximum of what it held —
         # bounds its early peaks too; only the generic ramp does not
-        curve = _curve(history)
+        curve = _curve(history, tuning)
         cpu = typical_cpu(history) if timed or curve else 0.0
         curve = curve if cpu else ()
         return Estimate(peak, float(history.get("seconds", base.seconds)), "history",
@@ -229,31 +218,32 @@ def estimate(rel_file: str, includes: tuple[str, ...], *, recipe_default: int = 
         peak = int(history_file["peak"])
         cpu = typical_cpu(history_file) if timed else 0.0
         return Estimate(peak, float(history_file.get("seconds", base.seconds)), "history-file",
-                        int(peak * float(margins["recipe"])), cpu,
-                        curve=_curve(history_file) if cpu else (), family=family)
+                        int(peak * tuning.margin_recipe), cpu,
+                        curve=_curve(history_file, tuning) if cpu else (), family=family)
     for glob, size in recipe_globs:
         if fnmatch.fnmatch(rel_file, glob):
-            return Estimate(size, base.seconds, "recipe", int(size * float(margins["recipe"])),
-                            group=f"recipe:{glob}:{kind}", family=family, floor=_floor(base))
+            return Estimate(size, base.seconds, "recipe", int(size * tuning.margin_recipe),
+                            group=f"recipe:{glob}:{kind}", family=family,
+                            floor=_floor(base, tuning))
     if recipe_default and base.source == "default":
         return Estimate(recipe_default, base.seconds, "recipe",
-                        int(recipe_default * float(margins["recipe"])),
-                        group=f"recipe-default:{kind}", floor=_floor(base))
+                        int(recipe_default * tuning.margin_recipe),
+                        group=f"recipe-default:{kind}", floor=_floor(base, tuning))
     return replace(base, group=f"{base.source}:{shape}", family=family,
-                   floor=_floor(base))
+                   floor=_floor(base, tuning))
 
 
 def learned(est: Estimate, peak: int, cpu: float, curve: tuple[float, ...] = (),
-            agreed: bool = False, slowest: float = 0.0, via: str = "") -> Estimate:
+            agreed: bool = False, slowest: float = 0.0, via: str = "",
+            tuning: Tuning = TUNING) -> Estimate:
     """The estimate of a job not measured before, from what jobs of its group (or, ``via``
     its umbrella header's family, when none of its group was measured yet) measured
     earlier in this build: the largest peak, the smallest CPU time (a faster job peaks
     sooner, which the time model must not underrate; one faster still is caught by
     ``policy.ahead_of``), the pointwise highest memory curve, and the largest CPU time
     to predict its end.  The margin is smaller once the two largest peaks ``agreed``."""
-    margins = _priors()["margin"]
-    timed = cpu * float(margins.get("learned_cpu", 1.0))
-    margin = float(margins.get("learned_again" if agreed else "learned", 1.07))
+    timed = cpu
+    margin = tuning.margin_learned_again if agreed else tuning.margin_learned
     # a device compile (nvcc: a cicc peak per arch, early) is timed only by a measured curve
     device = ":device" in est.group or ":device" in est.family
     ok = timed > 0.5 and (bool(curve) or not device)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from builder.memory.admission import admit
-from builder.memory.policy import Job, Model, Running, envelope
+from builder.memory.policy import Job, Running, envelope
+from builder.memory.tuning import TUNING, Tuning
 
 __all__ = ["Prediction", "simulate"]
 
@@ -26,7 +27,7 @@ class Prediction:
 
 
 def simulate(jobs: Sequence[tuple[Any, ...]], budget: int, slots: int,
-             model: Model | None = None, window: int = 0) -> Prediction:
+             model: Tuning = TUNING, window: int = 0) -> Prediction:
     """Run :func:`admit` on a virtual clock over ``(id, estimate, seconds[, cpu[,
     curve]])`` jobs, each taking ``seconds``; ``cpu`` (0 or absent: unknown) is the
     measured CPU time that lets admission use the time model, as the broker does with
@@ -34,7 +35,6 @@ def simulate(jobs: Sequence[tuple[Any, ...]], budget: int, slots: int,
     build, the broker sees only the jobs ninja has started: ``window`` (default 2 ×
     ``slots``, what builder gives ninja) less those running.  Every job runs as
     predicted, so the guard has nothing to do."""
-    model = model or Model()
     if not jobs:
         return Prediction(0.0, 0, 0.0, 0)
     window = window or 2 * slots

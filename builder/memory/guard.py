@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from builder.memory.policy import Envelope, Model, Running, demand, envelope, room_of
+from builder.memory.policy import Envelope, Running, demand, envelope, room_of
+from builder.memory.tuning import TUNING, Tuning
 
-__all__ = ["NEAR_PEAK", "STALE", "guard"]
+__all__ = ["guard"]
 
 
 def guard(running: Mapping[str, Running], budget: int, now: float,
-          model: Model | None = None, overhead: int = 0) -> frozenset[str]:
+          model: Tuning = TUNING, overhead: int = 0) -> frozenset[str]:
     """Ids of the running jobs that should be paused now (module doc: the guard).
 
     Older jobs first, whatever their pauses: each job, from the oldest (by ``since``),
@@ -31,7 +32,6 @@ def guard(running: Mapping[str, Running], budget: int, now: float,
     stopped, holding their peaks, while a new one compiles.  The oldest job
     always runs.  A speculative job runs within the budget and its bet, as admitted
     (:func:`.policy.room_of`)."""
-    model = model or Model()
     room = budget - overhead
     later = now + model.horizon
     order = sorted(running, key=lambda i: (_since(running[i]), i))
@@ -41,7 +41,7 @@ def guard(running: Mapping[str, Running], budget: int, now: float,
         if k == 0:
             continue  # the oldest always runs
         held = paused | set(order[k + 1:])  # younger ones held where they are
-        view = [_frozen(envs[j], now, running[j].rss) if j in held else envs[j]
+        view = [_frozen(envs[j], now, running[j].rss, model.stale) if j in held else envs[j]
                 for j in order]
         mine = room_of(room, running[i].speculative, model)  # a speculative job's bet
         ahead = sum(e.ahead(later) for e in view) <= mine
@@ -49,22 +49,19 @@ def guard(running: Mapping[str, Running], budget: int, now: float,
             if not (ahead and demand(view) <= mine):
                 paused.add(i)
         # pausing a job that no longer grows frees nothing and delays its end
-        elif not ahead and _growing(running[i], envs[i], now, later):
+        elif not ahead and _growing(running[i], envs[i], now, later, model.near_peak):
             paused.add(i)
     return frozenset(paused)
 
 
-#: a job holding this share of its bound or more is at its peak: pausing it stops no growth
-NEAR_PEAK = 0.9
-
-
-def _growing(job: Running, env: Envelope, now: float, later: float) -> bool:
+def _growing(job: Running, env: Envelope, now: float, later: float, near_peak: float
+             ) -> bool:
     """Whether pausing ``job`` stops a growth: of its bound within the horizon, or of its
     memory still well below a bound held at the peak (a job found ahead of its model).
     A job at its peak (overdue, or about to end) is not growing: pausing it would keep
     its memory held longer."""
     bound = env.ahead(now)
-    return env.ahead(later) > bound or job.rss < NEAR_PEAK * bound
+    return env.ahead(later) > bound or job.rss < near_peak * bound
 
 
 def _since(job: Running) -> float:
@@ -72,18 +69,15 @@ def _since(job: Running) -> float:
     return job.started if job.since is None else job.since
 
 
-def _frozen(env: Envelope, now: float, rss: int = 0) -> Envelope:
+def _frozen(env: Envelope, now: float, rss: int, stale: float) -> Envelope:
     """A paused job: its memory stays where it is until it is resumed — at most its bound
-    now, and at most what it last reported plus :data:`STALE` of its peak (what it may
-    have grown between that report and the pause; a stopped compiler allocates nothing).
+    now, and at most what it last reported plus ``stale`` (``Tuning.stale``) of its peak:
+    what it may have grown between that report and the pause (a stopped compiler
+    allocates nothing).
     Without the report a job found ahead of its model counts at its peak while paused,
     and pausing it would seem to free nothing."""
     value = env.ahead(now)
     if rss > 0:
-        value = min(value, rss + STALE * env.peak)
+        value = min(value, rss + stale * env.peak)
     return Envelope(value, value, 0.0, now)
 
-
-#: share of its peak a job may have grown since its last report (launchers report every
-#: 0.5 s; a torch TU grows by at most ~6 % of its peak in that time)
-STALE = 0.1

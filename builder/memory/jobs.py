@@ -4,23 +4,16 @@ sibling translation units has taught the build about the ones still waiting."""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import socket
-import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from builder.memory.estimate import Estimate, learned
-from builder.memory.policy import Envelope, Running, after_peak, upper
+from builder.memory.policy import after_peak, upper
+from builder.memory.tuning import TUNING, Tuning
 
-__all__ = ["LAUNCHER_BYTES", "JobRecord", "Learned", "Live", "fall", "oom_kills", "plausible",
+__all__ = ["JobRecord", "Learned", "fall", "learned_lines", "oom_kills", "plausible",
            "relearn", "requeues"]
-
-#: memory of one launcher process (Python, ~8 MB anonymous), counted for every launcher
-#: connected — waiting or running — since the jobs' estimates do not include it
-LAUNCHER_BYTES = 10 * 2**20
 
 
 @dataclass
@@ -56,6 +49,8 @@ class JobRecord:
     measured_by: str = ""  # cgroup (the kernel's peak of its own cgroup) | tree (sampled)
     group: str = ""  # estimate group (recipe glob, umbrella header) when not measured
     family: str = ""  # the umbrella header's group, which learns from every job
+    first_estimate: int = 0  # its estimate when it arrived, before learning from siblings
+    siblings: int = 0  # how many siblings its learned estimate came from (0: none)
 
     @property
     def groups(self) -> set[str]:
@@ -80,22 +75,32 @@ class Learned:
     second: int = 0
     fall: float = 0.0
 
-    def add(self, peak: int, cpu: float, curve: tuple[float, ...]) -> Learned:
+    def add(self, peak: int, cpu: float, curve: tuple[float, ...],
+            tuning: Tuning = TUNING) -> Learned:
         top, second = sorted((self.peak, self.second, peak))[-1:-3:-1]
-        tail = after_peak(curve)
+        tail = after_peak(curve, tuning)
         fall = -1.0 if tail is None or self.fall < 0 else max(self.fall, tail)
         return Learned(top, min(self.cpu, cpu) if self.cpu else cpu,
                        upper(self.curve, curve), self.count + 1,
                        max(self.slowest, cpu), second, fall)
 
+    def passed(self, peak: int) -> Learned:
+        """With a running sibling that is past its single peak (``policy.released``): its
+        peak is known, its CPU time and curve not yet."""
+        top, second = sorted((self.peak, self.second, peak))[-1:-3:-1]
+        return replace(self, peak=top, second=second, count=self.count + 1)
+
+    def agrees(self, share: float = TUNING.agree) -> bool:
+        """The two largest peaks are within ``share`` of each other."""
+        return self.count >= 2 and self.peak - self.second <= share * self.peak
+
     @property
     def agreed(self) -> bool:
-        """The two largest peaks are within 2 % of each other."""
-        return self.count >= 2 and self.peak - self.second <= 0.02 * self.peak
+        return self.agrees()
 
 
-def relearn(est: Estimate, known: Mapping[str, Learned], holding: Mapping[str, int]
-            ) -> Estimate | None:
+def relearn(est: Estimate, known: Mapping[str, Learned], holding: Mapping[str, int],
+            tuning: Tuning = TUNING) -> Estimate | None:
     """``est`` re-estimated from what its group — or, until one of its group was measured,
     its umbrella header's family — measured so far in this build (``known``); None when
     neither has, or when what they measured is not plausible for it (:func:`plausible`).
@@ -109,12 +114,12 @@ def relearn(est: Estimate, known: Mapping[str, Learned], holding: Mapping[str, i
     peak = max(got.peak, held)
     if not plausible(est, via, peak):
         return None
-    return learned(est, peak, got.cpu, got.curve, got.agreed and held <= got.peak,
-                   got.slowest, via)
+    return learned(est, peak, got.cpu, got.curve, got.agrees(tuning.agree) and held <= got.peak,
+                   got.slowest, via, tuning)
 
 
 def fall(rec: JobRecord, known: Mapping[str, Learned], est: Estimate | None) -> float:
-    """What tells when a job never measured is past its single peak (``Live.fall``): what
+    """What tells when a job never measured is past its single peak (``run.Run.fall``): what
     its siblings held after theirs (``known``), or — until one of them ended — its prior's
     fall (``Estimate.fall``: nvcc's host compile after its cicc runs)."""
     return next((known[g].fall for g in (rec.group, rec.family) if g in known),
@@ -133,84 +138,6 @@ def plausible(est: Estimate, via: str, peak: int) -> bool:
     recipe author's word: what they measure may lower it."""
     own_recipe_glob = est.source == "recipe" and via == est.group
     return own_recipe_glob or peak >= est.floor
-
-
-@dataclass
-class Live:
-    """A granted job as the broker sees it while it runs."""
-
-    rec: JobRecord
-    seconds: float  # the time model's CPU seconds (0: unknown)
-    threads: int
-    started: float  # broker clock
-    curve: tuple[float, ...] = ()  # its measured memory curve (the time model's bound)
-    span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
-    cpu: float | None = None  # last reported CPU seconds …
-    cpu_active: float = 0.0  # … and the job's active time when it was reported
-    rss: int = 0
-    top: int = 0  # the most it reported holding
-    fall: float = 0.0  # what its siblings held after their peaks, or its prior's fall
-    paused: bool = False
-    paused_at: float = 0.0
-    paused_total: float = 0.0
-    held: bool = False  # stopped by the backstop: only the backstop thaws it
-    granted: bool = False  # the grant was written: commands may follow
-    ticked: float = -1.0  # when :meth:`account` last ran
-    conn: socket.socket | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def active(self, now: float) -> float:
-        """Seconds it has run, not counting pauses."""
-        stopped = self.paused_total + (now - self.paused_at if self.paused else 0.0)
-        return max(0.0, now - self.started - stopped)
-
-    def view(self, now: float) -> Running:
-        """What the policy needs: its progress bounded from its last report."""
-        active = self.active(now)
-        cpu = None
-        if self.cpu is not None:
-            cpu = self.cpu + max(0.0, active - self.cpu_active) * max(self.threads, 1)
-        return Running(self.rec.reserve, now - active, self.seconds, self.threads, cpu,
-                       self.rss, self.paused, curve=self.curve, rss_cpu=self.cpu or 0.0,
-                       span=self.span, since=self.started, top=self.top, fall=self.fall,
-                       speculative=self.rec.speculative)
-
-    def account(self, env: Envelope, now: float) -> None:
-        """Add the time since the last scheduling tick to the record's ``above`` or
-        ``overdue`` when its bound ``env`` says why it counts at its peak (job report)."""
-        dt = now - self.ticked if self.ticked >= 0 else 0.0
-        self.ticked = now
-        if env.why == "above":
-            self.rec.above += dt
-        elif env.why == "overdue":
-            self.rec.overdue += dt
-
-    def stop(self, now: float, held: bool = False) -> None:
-        """Pause it (``held``: by the backstop, which alone thaws it)."""
-        if not self.paused:
-            self.paused, self.paused_at = True, now
-            self.rec.pauses += 1
-            self.command("pause")
-        if held and not self.held:
-            self.held = True
-            self.rec.held += 1
-
-    def go(self, now: float) -> None:
-        """Resume it."""
-        if self.paused:
-            self.paused_total += now - self.paused_at
-            self.paused = self.held = False
-            self.command("resume")
-
-    def command(self, op: str) -> None:
-        """Send ``pause``/``resume`` (after the grant; a lost connection is the
-        launcher's end, which the job's own thread sees)."""
-        with self.lock:
-            if self.granted and self.conn is not None:
-                with contextlib.suppress(OSError):
-                    self.conn.sendall((json.dumps({"op": op}) + "\n").encode())
-
-
 
 
 def oom_kills(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -247,3 +174,13 @@ def requeues(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
             f"run again ({int(job.get('reserve', 0)) >> 20} MiB reserved, estimate from "
             f"{job.get('source', '?')}): the build's memory reached its budget"
             for job in jobs if job.get("requeued")]
+
+
+def learned_lines(jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per job whose estimate its siblings in this build changed: from what to
+    what, and from how many (``JobRecord.siblings``)."""
+    return [f"{job.get('file', '?')}: estimate {int(job.get('first_estimate', 0)) / 2**30:.1f} "
+            f"GiB → {int(job.get('estimate', 0)) / 2**30:.1f} GiB learned from "
+            f"{job.get('siblings')} sibling{'s' if int(job.get('siblings', 0)) > 1 else ''}"
+            for job in jobs if int(job.get("siblings", 0)) > 0
+            and int(job.get("first_estimate", 0)) != int(job.get("estimate", 0))]

@@ -35,9 +35,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.memory import jobgroup
+from builder.memory import jobgroup, wire
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
+from builder.memory.suffixes import SOURCE_SUFFIXES
 from builder.memory.wire import BrokerSilent, Channel, ask
 from builder.util.scratch import private_tmp, remove_orphans
 
@@ -61,7 +62,6 @@ __all__ = [
 #: set in a launched compiler's environment: launchers below it do not ask again
 LAUNCHED = "BUILDER_LAUNCHED"
 
-SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".hip", ".m", ".mm")
 OOM_MARKERS = (b"Killed signal terminated program", b"virtual memory exhausted",
                b"out of memory allocating", b"std::bad_alloc", b"Cannot allocate memory",
                b"out of memory")
@@ -230,18 +230,16 @@ def _measure(argv: list[str], interval: float, channel: Channel | None, report: 
                 continue
             now = time.monotonic()
             if now - reported >= report:
-                channel.send({"op": "progress", "cpu": cpu, "rss": rss,
-                              "paused": bool(ctl.paused_at)})
+                channel.send(wire.Report(cpu, rss, bool(ctl.paused_at)))
                 reported = now
             for msg in channel.poll(interval):
-                if msg.get("op") == "pause" and not ctl.paused_at:
+                if isinstance(msg, wire.Pause) and not ctl.paused_at:
                     ctl.pause()
                     # the exact CPU time it stopped at
-                    channel.send({"op": "progress", "cpu": tree_sample(proc.pid)[1],
-                                  "rss": rss, "paused": True})
-                elif msg.get("op") == "resume":
+                    channel.send(wire.Report(tree_sample(proc.pid)[1], rss, True))
+                elif isinstance(msg, wire.Resume):
                     ctl.resume()
-                elif msg.get("op") == "requeue":
+                elif isinstance(msg, wire.Requeue):
                     ctl.kill()
             if channel.closed and ctl.paused_at:  # the broker went away: never stay stopped
                 ctl.resume()
@@ -269,7 +267,7 @@ def is_oom(rc: int, err: bytes) -> bool:
     return rc in (-9, 137) or any(m in err for m in OOM_MARKERS)
 
 
-def _done(ch: Channel, msg: dict[str, object]) -> None:
+def _done(ch: Channel, msg: wire.Done) -> None:
     ch.send(msg)
     ch.close()
 
@@ -313,11 +311,9 @@ def main(argv: list[str]) -> int:
     while True:
         group = jobgroup.make()
         try:
-            conn, grant = ask(broker, {
-                "op": "acquire", "file": file, "argv": argv, "cwd": os.getcwd(),
-                "retry": retry, "requeued": requeued, "kind": kind,
-                "cgroup": str(group.path) if group else "",
-                "build_cgroup": os.environ.get(jobgroup.ENV, "")})
+            conn, granted = ask(broker, wire.Acquire(
+                file, tuple(argv), os.getcwd(), retry, requeued, kind,
+                str(group.path) if group else "", os.environ.get(jobgroup.ENV, "")))
         except OSError as exc:
             if group is not None:
                 group.remove()
@@ -327,9 +323,10 @@ def main(argv: list[str]) -> int:
                       f"wait)", file=sys.stderr, flush=True)
             os.execvp(argv[0], argv)  # the broker went away: behave like no launcher
         cmd = list(argv)
-        if grant.get("lowmem"):
+        grant = granted or wire.Grant()  # the broker went away: as without one
+        if grant.lowmem:
             # appended last so that they override (-O1 after -O2, -g0 after -g)
-            cmd += [str(x) for x in grant.get("flags", [])]  # type: ignore[attr-defined]
+            cmd += grant.flags
         try:
             m = run_measured(cmd, channel=conn, group=group)
         finally:
@@ -337,10 +334,8 @@ def main(argv: list[str]) -> int:
                 group.remove()
         rc, peak = m.rc, m.peak
         oom = not m.requeued and rc != 0 and (m.oom_kills > 0 or is_oom(rc, m.err))
-        _done(conn, {"op": "done", "rc": rc, "peak": peak, "seconds": m.seconds, "cpu": m.cpu,
-                     "paused": m.paused, "procs": m.procs, "oom": oom,
-                     "curve": list(m.curve), "requeued": m.requeued,
-                     "measured_by": "cgroup" if group else "tree"})
+        _done(conn, wire.Done(rc, peak, m.seconds, m.cpu, m.paused, m.procs, oom, m.curve,
+                              m.requeued, "cgroup" if group else "tree"))
         if m.requeued:
             print(f"builder: {src} was stopped to keep the build within its memory budget; "
                   "running it again", file=sys.stderr)

@@ -91,18 +91,20 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from builder.memory.tuning import TUNING, Tuning
+
 __all__ = [
     "INF",
     "Envelope",
     "Job",
     "Load",
-    "Model",
     "Running",
     "ahead_of",
     "build_speed",
     "curve_at",
     "demand",
     "envelope",
+    "passed_peak",
     "progress",
     "released",
     "rising",
@@ -112,26 +114,6 @@ __all__ = [
 ]
 
 INF = math.inf
-
-
-@dataclass(frozen=True)
-class Model:
-    """How a compile job's memory may grow with its progress (see the module doc).
-    ``data/memory_priors.json`` (``ramp``) holds the same values."""
-
-    floor: float = 0.2  # share of the peak a job may hold from its first instant
-    knee: float = 0.6  # share of its CPU time by which it may have reached its peak
-    fast: float = 0.85  # it may need only this share of its measured CPU time
-    late: float = 1.05  # ... or this multiple; it is predicted gone only after that
-    tick: float = 0.1  # seconds between runs of admission and guard
-    horizon: float = 0.3  # how far ahead the guard looks (> tick + reaction time)
-    #: ``fast`` while the backstop watches the build's measured memory (a job faster than
-    #: its history then costs a freeze, never an OOM kill)
-    watched_fast: float = 0.95
-    #: share of the budget a speculative job (never measured: admitted on its prior's time,
-    #: only while the backstop keeps the measured memory within the budget itself) may be
-    #: planned above it: jobs started together on a guessed time do not peak together
-    bet: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -147,7 +129,7 @@ class Job:
     curve: tuple[float, ...] = ()  # its measured memory curve (:func:`curve_at`); (): none
     span: float = 0.0  # CPU seconds that predict its end, if longer than ``seconds``
     link: bool = False  # a link: ready only once its inputs are built, and others wait on it
-    speculative: bool = False  # never measured: admitted on its prior's time (``Model.bet``)
+    speculative: bool = False  # never measured: admitted on its prior's time (``Tuning.bet``)
 
 
 @dataclass(frozen=True)
@@ -170,7 +152,8 @@ class Running:
     #: the most its siblings held after their single peaks (``jobs.Learned.fall``) or,
     #: until one ended, its prior's (``Estimate.fall``); 0: none
     fall: float = 0.0
-    speculative: bool = False  # admitted on its prior's time (``Model.bet``)
+    speculative: bool = False  # admitted on its prior's time (``Tuning.bet``)
+    peak: int = 0  # bytes: its predicted peak without the margin (0: ``estimate``)
 
 
 def curve_at(curve: Sequence[float], x: float) -> float:
@@ -187,48 +170,49 @@ def rising(curve: Sequence[float]) -> tuple[float, ...]:
     return tuple(itertools.accumulate(curve, max))
 
 
-#: a curve's peak: its points at this share of its highest or more (:func:`after_peak`)
-PEAK_REGION = 0.9
-#: a job is past its peak once it holds this share of its estimate or less (and its curve
-#: holds no more than that after its peak)
-DROP = 0.6
-#: a job seen at this share of its estimate has reached its peak
-REACHED = 0.85
-#: what a job past its peak may hold above its curve (its share of the peak)
-SLACK = 0.05
-
-
-def after_peak(curve: Sequence[float]) -> float | None:
+def after_peak(curve: Sequence[float], tuning: Tuning = TUNING) -> float | None:
     """The most a job holds after its peak, as a share of it, by its measured curve — when
-    the curve has a single peak (its points within :data:`PEAK_REGION` of the highest, one
-    after the other) that it falls from to :data:`DROP` or less; the point it falls in,
+    the curve has a single peak (its points within ``Tuning.peak_region`` of the highest, one
+    after the other) that it falls from to ``Tuning.drop`` or less; the point it falls in,
     which holds some of the peak too, is passed over.  None otherwise (g++ peaks at its
     end; nvcc for more archs than ``--threads`` peaks once per batch of archs)."""
     if not curve:
         return None
-    top = PEAK_REGION * max(curve)
+    top = tuning.peak_region * max(curve)
     high = [k for k, y in enumerate(curve) if y >= top]
     if high[-1] - high[0] + 1 != len(high):
         return None
     tail = max(curve[high[-1] + 2:], default=1.0)
-    return tail if tail <= DROP else None
+    return tail if tail <= tuning.drop else None
 
 
-def released(job: Running) -> float | None:
+def released(job: Running, tuning: Tuning = TUNING) -> float | None:
     """Bytes that bound ``job`` until it ends when it is past its single peak (module doc):
     its curve falls after that peak (:func:`after_peak`), its reported memory reached
-    :data:`REACHED` of its estimate and is now at :data:`DROP` of it or less, and no more
-    than its curve allows after the peak (plus :data:`SLACK`).  None: not (known to be)
+    ``Tuning.reached`` of its estimate and is now at ``Tuning.drop`` of it or less, and no more
+    than its curve allows after the peak (plus ``Tuning.slack``).  None: not (known to be)
     past its peak.  Without a curve of its own that says so, ``fall`` (its siblings', or
     its prior's until one of them ended) does; no time model is needed: a cold build's
     first nvcc jobs are released too."""
-    tail = after_peak(job.curve)
+    tail = after_peak(job.curve, tuning)
     if tail is None and job.fall > 0:
         tail = job.fall
-    if tail is None or job.top < REACHED * job.estimate or job.rss > DROP * job.estimate:
+    # reached: against the predicted peak, not the reservation (its margin on top)
+    predicted = job.peak or job.estimate
+    if tail is None or job.top < tuning.reached * predicted or \
+            job.rss > tuning.drop * max(predicted, job.top):
         return None
-    bound = max(job.estimate, job.top) * min(1.0, tail + SLACK)
+    bound = max(job.estimate, job.top) * min(1.0, tail + tuning.slack)
     return bound if job.rss <= bound else None
+
+
+def passed_peak(job: Running, tuning: Tuning = TUNING) -> bool:
+    """Whether ``job`` has shown its peak: it reached ``Tuning.reached`` of its predicted
+    peak, and holds ``Tuning.drop`` of what it reached or less now (nvcc between or after
+    its cicc runs; a job whose memory only rises has not passed it until it ends).  Its
+    siblings learn that peak (``core.Scheduler``), without waiting for it to end."""
+    predicted = job.peak or job.estimate
+    return job.top >= tuning.reached * predicted and 0 < job.rss <= tuning.drop * job.top
 
 
 def upper(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
@@ -275,7 +259,7 @@ def progress(job: Running, now: float) -> float:
     return ceiling if job.cpu is None else min(max(job.cpu, 0.0), ceiling)
 
 
-def envelope(job: Running, now: float, model: Model) -> Envelope:
+def envelope(job: Running, now: float, model: Tuning) -> Envelope:
     """The bound on ``job``'s memory from ``now`` on (module doc: the model)."""
     peak = float(max(job.estimate, job.rss))  # a job above its estimate holds at least that
     after = released(job)
@@ -344,7 +328,7 @@ def build_speed(jobs: Iterable[Running]) -> float:
     return seen[len(seen) // 2] if seen else 1.0
 
 
-def sped_up(model: Model, speed: float) -> Model:
+def sped_up(model: Tuning, speed: float) -> Tuning:
     """``model`` for a build whose jobs were seen ``speed`` times faster than their curves:
     the allowance ``fast`` shrinks so that the bounds hold again (with 5 % to spare)."""
     if speed * model.fast * 1.05 <= 1.0:
@@ -352,8 +336,8 @@ def sped_up(model: Model, speed: float) -> Model:
     return replace(model, fast=1.0 / (speed * 1.05))
 
 
-def room_of(room: float, speculative: bool, model: Model) -> float:
-    """The memory a check of a job may plan with: ``room``, and :attr:`Model.bet` of it
+def room_of(room: float, speculative: bool, model: Tuning) -> float:
+    """The memory a check of a job may plan with: ``room``, and :attr:`.tuning.Tuning.bet` of it
     more for a speculative job (admission and the guard alike)."""
     return room * (1.0 + model.bet) if speculative else room
 

@@ -1,43 +1,155 @@
 """The broker protocol, both ends: JSON lines over a Unix socket, one connection per job.
 
-The launcher sends ``acquire``; the broker answers ``queued`` at once and again every
-:data:`HEARTBEAT` seconds while the job waits, then ``grant`` (and later ``pause`` /
-``resume``); the launcher sends ``progress`` lines and a final ``done``.  Every wait of the
-launcher is bounded (:func:`broker_timeout`): a socket that accepts and never answers —
-not a broker — is :class:`BrokerSilent`, never a hang.
+Every message is a frozen dataclass below, encoded by :func:`encode` and read back by
+:func:`decode` — the one place that knows the keys.  The launcher sends :class:`Acquire`;
+the broker answers :class:`Queued` at once and again every :data:`HEARTBEAT` seconds while
+the job waits, then :class:`Grant` (and later :class:`Pause`, :class:`Resume` or
+:class:`Requeue`); the launcher sends :class:`Report` lines and a final :class:`Done`.
+Every wait of the launcher is bounded (:func:`broker_timeout`): a socket that accepts
+and never answers — not a broker — is :class:`BrokerSilent`, never a hang.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import select
 import socket
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-__all__ = ["BROKER_TIMEOUT", "HEARTBEAT", "QUEUED", "BrokerSilent", "Channel", "ask",
-           "broker_timeout", "message", "tell"]
+__all__ = ["BROKER_TIMEOUT", "HEARTBEAT", "Acquire", "BrokerSilent", "Channel", "Done",
+           "Grant", "Message", "Pause", "Queued", "Report", "Requeue", "Resume", "ask",
+           "broker_timeout", "decode", "encode", "tell"]
 
-#: what the broker says at once on an ``acquire``, and every :data:`HEARTBEAT` seconds
-#: while the job waits: a launcher that hears nothing knows the socket is not a broker
-QUEUED = b'{"op": "queued"}\n'
+#: seconds between the broker's :class:`Queued` while a job waits: a launcher that hears
+#: nothing knows the socket is not a broker
 HEARTBEAT = 5
 
 
-def tell(conn: socket.socket, msg: bytes) -> None:
+@dataclass(frozen=True)
+class Acquire:
+    """Launcher → broker: run this compile (or link) job."""
+
+    OP: ClassVar[str] = "acquire"
+    file: str = ""  # the source it compiles (a link: the file it writes), absolute
+    argv: tuple[str, ...] = ()
+    cwd: str = ""
+    retry: bool = False  # the retry of a job killed out of memory
+    requeued: bool = False  # the run again of a job the broker requeued
+    kind: str = "compile"  # compile | link
+    cgroup: str = ""  # the job's own cgroup ("": none)
+    build_cgroup: str = ""  # the build's cgroup, which the backstop watches ("": none)
+
+
+@dataclass(frozen=True)
+class Queued:
+    """Broker → launcher, at once and every :data:`HEARTBEAT` seconds while it waits."""
+
+    OP: ClassVar[str] = "queued"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Broker → launcher: start the compiler."""
+
+    OP: ClassVar[str] = "grant"
+    lowmem: bool = False  # add ``flags``, the recipe's low-memory tier
+    alone: bool = False
+    flags: tuple[str, ...] = ()
+    estimate: int = 0
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Pause:
+    OP: ClassVar[str] = "pause"
+
+
+@dataclass(frozen=True)
+class Resume:
+    OP: ClassVar[str] = "resume"
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """Broker → launcher: kill the compile and ask again (its work is lost)."""
+
+    OP: ClassVar[str] = "requeue"
+
+
+@dataclass(frozen=True)
+class Report:
+    """Launcher → broker while the compiler runs: its tree's CPU seconds and memory."""
+
+    OP: ClassVar[str] = "progress"
+    cpu: float = 0.0
+    rss: int = 0
+    paused: bool = False
+
+
+@dataclass(frozen=True)
+class Done:
+    """Launcher → broker: the compile ended, with what it measured."""
+
+    OP: ClassVar[str] = "done"
+    rc: int | None = None
+    peak: int = 0
+    seconds: float = 0.0
+    cpu: float = 0.0
+    paused: float = 0.0
+    procs: int = 2  # most processes in its tree (1: a compiler cache's hit)
+    oom: bool = False
+    curve: tuple[float, ...] = ()
+    requeued: bool = False
+    measured_by: str = ""  # cgroup | tree
+
+
+Message = Acquire | Queued | Grant | Pause | Resume | Requeue | Report | Done
+_TYPES: dict[str, type[Any]] = {t.OP: t for t in (Acquire, Queued, Grant, Pause, Resume,
+                                                    Requeue, Report, Done)}
+
+
+def encode(msg: Message) -> bytes:
+    """One line of JSON: the message's ``op`` and fields."""
+    return (json.dumps({"op": msg.OP, **dataclasses.asdict(msg)}) + "\n").encode()
+
+
+def _coerce(value: Any, default: Any, name: str) -> Any:
+    if isinstance(default, bool):
+        return bool(value)
+    if isinstance(default, tuple):
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"{name}: not a list")
+        return tuple(value)
+    if isinstance(default, int | float) or default is None:
+        if value is None and default is None:
+            return None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ValueError(f"{name}: not a number")
+        return type(default)(value) if default is not None else int(value)
+    return str(value)
+
+
+def decode(line: bytes) -> Message:
+    """The message on one line (ValueError: not one of ours)."""
+    raw = json.loads(line)
+    if not isinstance(raw, dict) or raw.get("op") not in _TYPES:
+        raise ValueError(f"not a message: {line[:80]!r}")
+    cls = _TYPES[raw["op"]]
+    kwargs = {f.name: _coerce(raw[f.name], f.default, f.name)
+              for f in dataclasses.fields(cls) if f.name in raw}
+    msg: Message = cls(**kwargs)
+    return msg
+
+
+def tell(conn: socket.socket, msg: Message) -> None:
     """Send without ever blocking the broker on a launcher that does not read."""
     with contextlib.suppress(OSError):
-        conn.send(msg, socket.MSG_DONTWAIT)
-
-
-def message(line: bytes) -> dict[str, Any]:
-    """One line of a launcher's: a JSON object (ValueError: anything else)."""
-    msg = json.loads(line)
-    if not isinstance(msg, dict):
-        raise ValueError(f"not a message: {line[:80]!r}")
-    return msg
+        conn.send(encode(msg), socket.MSG_DONTWAIT)
 
 
 class Channel:
@@ -47,12 +159,12 @@ class Channel:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buf = b""
-        self.inbox: list[dict[str, object]] = []
+        self.inbox: list[Message] = []
         self.closed = False
 
-    def send(self, msg: dict[str, object]) -> None:
+    def send(self, msg: Message) -> None:
         try:
-            self.sock.sendall((json.dumps(msg) + "\n").encode())
+            self.sock.sendall(encode(msg))
         except OSError:
             self.closed = True
 
@@ -71,10 +183,10 @@ class Channel:
         while b"\n" in self.buf:
             line, self.buf = self.buf.split(b"\n", 1)
             with contextlib.suppress(ValueError):
-                self.inbox.append(json.loads(line))
+                self.inbox.append(decode(line))
         return True
 
-    def poll(self, timeout: float) -> list[dict[str, object]]:
+    def poll(self, timeout: float) -> list[Message]:
         """Commands received within ``timeout`` seconds (none once the broker is gone)."""
         if self.closed:
             time.sleep(timeout)
@@ -83,24 +195,18 @@ class Channel:
         out, self.inbox = self.inbox, []
         return out
 
-    def read(self) -> dict[str, object]:
-        """The next message, waiting for it ({} when the broker is gone)."""
-        while not self.inbox and not self.closed:
-            self._receive(None)
-        return self.inbox.pop(0) if self.inbox else {}
-
-    def answer(self, timeout: float) -> dict[str, object] | None:
-        """The broker's next message other than ``queued`` ({} when it is gone); None when
-        it said nothing at all for ``timeout`` seconds (a broker says ``queued`` every few
-        seconds while a job waits)."""
+    def answer(self, timeout: float) -> Message | bool | None:
+        """The broker's next message other than :class:`Queued` (False when it is gone);
+        None when it said nothing at all for ``timeout`` seconds (a broker says
+        :class:`Queued` every few seconds while a job waits)."""
         while True:
             while not self.inbox and not self.closed:
                 if not self._receive(timeout):
                     return None
             if not self.inbox:
-                return {}
+                return False
             msg = self.inbox.pop(0)
-            if msg.get("op") != "queued":
+            if not isinstance(msg, Queued):
                 return msg
 
     def close(self) -> None:
@@ -124,7 +230,9 @@ def broker_timeout() -> float:
         return BROKER_TIMEOUT
 
 
-def ask(path: str, msg: dict[str, object]) -> tuple[Channel, dict[str, object]]:
+def ask(path: str, msg: Acquire) -> tuple[Channel, Grant | None]:
+    """Send ``msg`` to the broker at ``path`` and wait for its grant (None: the broker
+    went away, or answered with something else)."""
     timeout = broker_timeout()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
@@ -145,6 +253,6 @@ def ask(path: str, msg: dict[str, object]) -> tuple[Channel, dict[str, object]]:
     if grant is None:
         ch.close()
         raise BrokerSilent(f"no answer within {timeout:g} s")
-    return ch, grant
+    return ch, grant if isinstance(grant, Grant) else None
 
 

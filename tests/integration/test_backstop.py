@@ -11,12 +11,15 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from builder.memory import cgroup
 from builder.memory.broker import Broker, BrokerConfig
+from builder.memory.core import Switches
+from builder.memory.tuning import TUNING
 from tests.conftest import REPO
 
 
@@ -66,8 +69,8 @@ def _build(tmp_path: Path, backstop: bool, cap: int, jobs: int, mib: int | Path,
     (tmp_path / "driver.py").write_text(DRIVER)
     broker = Broker(tmp_path / "b.sock", BrokerConfig(
         budget=cap, slots=jobs, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
-        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10 * MiB),),
-        backstop=backstop, settle=0.5))
+        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10 * MiB),)),
+        Switches(backstop=backstop), replace(TUNING, settle=0.5))
     broker.start()
     env = {**os.environ, "BUILDER_BROKER": str(broker.path), "PYTHONPATH": str(REPO)}
     try:

@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
+from builder.memory import wire
 from builder.memory.broker import Broker, BrokerConfig
+from builder.memory.core import Scheduler, Switches
 from builder.memory.estimate import Estimate
-from builder.memory.jobs import JobRecord, Learned, Live
+from builder.memory.jobs import JobRecord, Learned
 from builder.memory.policy import Job
+from builder.memory.run import Run
 from tests.conftest import REPO
 
 
@@ -42,7 +45,7 @@ def _broker(tmp_path: Path, budget: int, glob_size: int, learn: bool = False,
         budget=budget, slots=4, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
         history_path=str(tmp_path / "history.json"),
         recipe_globs=tuple((g, glob_size) for g in globs),
-        lowmem_flags=("-g0", "-O1"), learn=learn))
+        lowmem_flags=("-g0", "-O1")), Switches(learn=learn))
     b.start()
     return b
 
@@ -99,7 +102,7 @@ def test_a_failing_policy_costs_time_never_a_stall(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # a bug in admission (here: it raises from the third call on) must not leave the
     # launchers waiting for a grant that never comes: the rest run one at a time
-    import builder.memory.broker as broker_module
+    import builder.memory.core as broker_module
 
     calls = []
     real = broker_module.admit
@@ -237,29 +240,30 @@ def _state(pid: int) -> str:
 def test_pause_stops_the_compiler_and_resume_continues_it(tmp_path: Path) -> None:
     b = Broker(tmp_path / "b.sock", BrokerConfig(
         budget=10**9, slots=2, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
-        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10**8),),
-        pause=False))  # the test pauses by hand
+        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10**8),)),
+        Switches(pause=False))  # the test pauses by hand
     b.start()
     try:
         p, _ = _busy(tmp_path, b, "p.cpp", cpu=2.0, mib=20)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with b.cond:
-                live = next(iter(b.running.values()), None)
-                if live is not None and live.granted and live.cpu is not None:
+                live = next(iter(b.core.running.values()), None)
+                if live is not None and live.rec.id in b.links and \
+                        b.links[live.rec.id].granted and live.cpu is not None:
                     break
             time.sleep(0.05)
         assert live is not None and live.cpu is not None  # progress was reported
         kids = [int(x) for x in Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text()
                 .split()]
         [compiler] = kids
-        live.command("pause")
+        b.links[live.rec.id].send(wire.Pause())
         time.sleep(0.5)
         assert _state(compiler) == "T"
         cpu = live.cpu
         time.sleep(0.8)
         assert live.cpu is not None and live.cpu - cpu < 0.1  # stopped: no CPU time used
-        live.command("resume")
+        b.links[live.rec.id].send(wire.Resume())
         time.sleep(0.3)
         assert _state(compiler) in "RS"
         _, err = p.communicate(timeout=60)
@@ -335,9 +339,7 @@ def test_learning_counts_what_running_siblings_hold(tmp_path: Path) -> None:
     """The first sibling to finish may be the lightest: a waiting job's learned peak is at
     least what a sibling still running holds (a cold libamm build learned 1.07 GB from
     exact.cpp while its siblings peaked at 1.2 GB)."""
-    broker = Broker(tmp_path / "b.sock", BrokerConfig(
-        budget=10**10, slots=4, source_root=str(tmp_path), build_dir=str(tmp_path),
-        history_path=str(tmp_path / "h.json")))
+    broker = Scheduler(10**10, 4)
     group = "recipe:src/*.cpp:host"
     est = Estimate(1_400_000_000, 10.0, "recipe", 1_610_000_000, group=group)
 
@@ -347,11 +349,12 @@ def test_learning_counts_what_running_siblings_hold(tmp_path: Path) -> None:
                           JobRecord("2:src/c.cpp", "src/c.cpp", est.peak, est.reserve,
                                     "recipe", 0.0, group=group)]
         broker.waiting = [Job("2:src/c.cpp", est.reserve, 2)]
-        broker._estimates = {"2:src/c.cpp": est}
-        broker.running = {"1:src/b.cpp": Live(broker.records[0], 0.0, 1, 0.0,
+        broker._by_id = {r.id: r for r in broker.records}
+        broker.estimates = {"2:src/c.cpp": est}
+        broker.running = {"1:src/b.cpp": Run(broker.records[0], 0.0, 1, 0.0,
                                               rss=running_rss)}
         broker.learned = {group: Learned().add(1_000_000_000, 8.0, ())}
-        broker._learn()
+        broker._learn(0.0)
         return broker.records[1]
 
     alone = waiting_after(500_000_000)  # the sibling holds less: the measured peak rules
@@ -364,6 +367,6 @@ def test_learning_counts_what_running_siblings_hold(tmp_path: Path) -> None:
     assert broker.learned[group].agreed
     broker.waiting = [Job("2:src/c.cpp", est.reserve, 2)]
     broker.running = {}
-    broker._learn()
+    broker._learn(0.0)
     assert broker.records[1].reserve == 1_030_000_000
     assert not Learned().add(1_000_000_000, 8.0, ()).add(900_000_000, 9.0, ()).agreed

@@ -1,5 +1,5 @@
 """The bet (builder/memory/admission.py): a job never measured, admitted on its prior's
-time while the backstop watches the build's memory, may be planned up to ``Model.bet``
+time while the backstop watches the build's memory, may be planned up to ``Tuning.bet``
 above the budget — by admission and by the guard alike — and a measured job may not."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from dataclasses import replace
 
 from builder.memory.admission import admit
 from builder.memory.guard import guard
-from builder.memory.jobs import JobRecord, Live
-from builder.memory.policy import Job, Model, Running, envelope
+from builder.memory.jobs import JobRecord
+from builder.memory.policy import Job, Running, envelope
+from builder.memory.run import Run
+from builder.memory.tuning import Tuning
 
 GiB = 2**30
 #: a cold libamm batch: torch TUs at the recipe's 1.4 GiB on the prior's 18 s, whose four
@@ -23,7 +25,7 @@ def _batch(speculative: bool) -> list[Job]:
 
 
 def test_a_cold_batch_on_its_prior_time_starts_one_more_job_within_the_bet() -> None:
-    m = Model()
+    m = Tuning()
     assert len(admit(_batch(True), {}, BUDGET, 16, model=m)) == 4
     # the same jobs measured (a history's time and peak) keep the budget itself
     assert len(admit(_batch(False), {}, BUDGET, 16, model=m)) == 3
@@ -37,7 +39,7 @@ def test_the_guard_lets_a_speculative_job_run_where_it_was_admitted() -> None:
     # four TUs admitted together on the prior's time, 9 s in: their bounds reach the
     # four peaks within the guard's horizon.  Admitted within the bet, the youngest runs
     # on; were it measured (no bet), the guard would pause it at once.
-    m = Model()
+    m = Tuning()
     jobs = {f"tu{i}": Running(PEAK, 0.0, PRIOR, cpu=9.0, rss=int(0.6 * PEAK), rss_cpu=9.0,
                               since=float(i) / 10, speculative=True) for i in range(4)}
     assert sum(envelope(r, 9.5, m).ahead(9.8) for r in jobs.values()) > BUDGET
@@ -48,6 +50,6 @@ def test_the_guard_lets_a_speculative_job_run_where_it_was_admitted() -> None:
 
 def test_the_broker_tells_the_policy_which_running_jobs_are_speculative() -> None:
     rec = JobRecord("1:a.cpp", "a.cpp", PEAK, PEAK, "recipe", 0.0, speculative=True)
-    assert Live(rec, PRIOR, 1, 0.0).view(1.0).speculative
+    assert Run(rec, PRIOR, 1, 0.0).view(1.0).speculative
     rec = JobRecord("2:b.cpp", "b.cpp", PEAK, PEAK, "history", 0.0)
-    assert not Live(rec, PRIOR, 1, 0.0).view(1.0).speculative
+    assert not Run(rec, PRIOR, 1, 0.0).view(1.0).speculative

@@ -5,7 +5,8 @@ frees nothing and holds its memory longer); a paused job counts at what it holds
 from __future__ import annotations
 
 from builder.memory.guard import guard
-from builder.memory.policy import Model, Running
+from builder.memory.policy import Running
+from builder.memory.tuning import Tuning
 
 GiB = 2**30
 #: a torch TU's measured memory curve (share of its peak by share of its CPU time)
@@ -18,7 +19,7 @@ def test_jobs_at_their_peak_are_not_paused_for_a_young_one() -> None:
     # measured), at their peaks and about to end; a young TU grows.  The bounds do not fit:
     # only the young one's growth can be stopped.  The guard used to pause the two at 99 %
     # too, and they stayed paused, holding 2.4 GB, while the young one compiled for 10 s.
-    m = Model()
+    m = Tuning()
     oldest = Running(int(1.5 * GiB), 0.0, 15.0, cpu=10.0, rss=int(1.45 * GiB), curve=CURVE,
                      rss_cpu=10.0)
     late = Running(int(1.2 * GiB), 0.0, 9.9, cpu=10.6, rss=int(1.19 * GiB), curve=CURVE,
@@ -34,7 +35,7 @@ def test_jobs_at_their_peak_are_not_paused_for_a_young_one() -> None:
 def test_age_is_the_first_start_not_shortened_by_pauses() -> None:
     # "a" was granted first and paused for 5 s earlier: its ``started`` is now 2 s later
     # than "b"'s.  Both grow, and only one fits beside the oldest: "a", the older, goes on.
-    m = Model()
+    m = Tuning()
     oldest = Running(GiB, 0.0, 20.0, cpu=5.0, rss=GiB // 2)
     a = Running(GiB, 6.0, 10.0, cpu=2.0, rss=GiB // 4, since=1.0)
     b = Running(GiB, 4.0, 10.0, cpu=2.0, rss=GiB // 4, since=4.0)
@@ -49,7 +50,7 @@ def test_a_paused_job_counts_at_what_it_holds() -> None:
     # "p2" ran ahead of its model (0.3 GB after 0.5 s of CPU, above its ramp), so its
     # bound is its peak; paused at 0.3 GB it cannot grow.  Counted at its peak, it kept
     # the older paused "p1" from resuming although everything fits.
-    m = Model()
+    m = Tuning()
     oldest = Running(GiB, 0.0, 20.0, cpu=10.0, rss=GiB // 2)
     p1 = Running(GiB, 1.0, 10.0, cpu=4.0, rss=int(0.3 * GiB), paused=True, since=1.0)
     p2 = Running(GiB, 2.0, 10.0, cpu=0.5, rss=int(0.3 * GiB), paused=True, since=2.0)

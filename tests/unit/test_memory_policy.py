@@ -13,20 +13,17 @@ import pytest
 from builder.memory.admission import admit, by_size
 from builder.memory.estimate import (
     _history_reserve,
-    _priors,
     estimate,
     learned,
     prior,
-    ramp_model,
 )
 from builder.memory.forecast import simulate
 from builder.memory.guard import guard
 from builder.memory.history import History, typical_cpu
-from builder.memory.jobs import JobRecord, Live
+from builder.memory.jobs import JobRecord
 from builder.memory.launcher import curve_of, is_oom, source_of
 from builder.memory.policy import (
     Job,
-    Model,
     Running,
     ahead_of,
     build_speed,
@@ -35,6 +32,8 @@ from builder.memory.policy import (
     envelope,
     sped_up,
 )
+from builder.memory.run import Run
+from builder.memory.tuning import Tuning
 
 GB = 10**9
 
@@ -238,7 +237,7 @@ class FakeJob:
     slow: float = 1.0
     done: float = 0.0  # CPU seconds used
     reported: tuple[float, float, int] = (0.0, 0.0, 0)  # when, CPU, RSS
-    live: Live | None = field(default=None, repr=False)
+    live: Run | None = field(default=None, repr=False)
 
     def mem(self) -> float:
         return self.peak * _curve(self.curve, self.done / self.cpu)
@@ -252,12 +251,12 @@ class Outcome:
     pauses: int
 
 
-def run_world(jobs: list[FakeJob], budget: int, slots: int, *, model: Model | None = None,
+def run_world(jobs: list[FakeJob], budget: int, slots: int, *, model: Tuning | None = None,
               use_guard: bool = True, dt: float = 0.02, report: float = 0.5) -> Outcome:
     """The broker's loop on a fake clock: every ``tick`` the guard (pause/resume) and
     admission run on what the launchers last reported (every ``report`` seconds); jobs
     progress at their CPU share and stop while paused; memory follows their curves."""
-    model = model or Model()
+    model = model or Tuning()
     waiting = [Job(j.id, j.est or j.peak, n, j.est_cpu,
                    curve=_measured(j.curve) if j.measured and j.est_cpu else ())
                for n, j in enumerate(jobs)]
@@ -290,7 +289,7 @@ def run_world(jobs: list[FakeJob], budget: int, slots: int, *, model: Model | No
                 waiting.remove(g.job)
                 j = byid[g.job.id]
                 rec = JobRecord(j.id, j.id, j.peak, g.job.estimate, "test", now)
-                j.live = Live(rec, g.job.seconds, 1, now, g.job.curve)
+                j.live = Run(rec, g.job.seconds, 1, now, g.job.curve)
                 running[j.id] = j
         most = max(most, len(running))
         worst = max(worst, sum(j.mem() for j in running.values()))
@@ -328,13 +327,13 @@ def _mix(seed: int, n: int = 16, est: float = 1.0, est_cpu: float = 1.0,
     return out
 
 
-def test_model_values_are_the_priors_ramp() -> None:
-    assert ramp_model() == Model()
-    assert set(_priors()["ramp"]) == set(Model.__dataclass_fields__)
+def test_every_knob_says_its_unit_and_why() -> None:
+    from builder.memory.tuning import knobs
+    assert all(unit and len(why) > 20 for _, _, unit, why in knobs())
 
 
 def test_the_bound_lies_above_every_measured_curve() -> None:
-    m = Model()
+    m = Tuning()
     for name in CURVES:
         for fast in (1.0, 1 / m.fast):  # even a job 15 % faster than measured stays under
             job = Running(GiB, 0.0, 10.0, cpu=0.0)
@@ -345,13 +344,13 @@ def test_the_bound_lies_above_every_measured_curve() -> None:
 
 
 def test_without_a_duration_the_peak_is_reserved_for_the_whole_life() -> None:
-    env = envelope(Running(GiB, started=0.0), now=50.0, model=Model())
+    env = envelope(Running(GiB, started=0.0), now=50.0, model=Tuning())
     assert (env.base, env.end) == (GiB, float("inf"))
     assert demand([env, env]) == 2 * GiB
 
 
 def test_a_waiting_job_starts_when_the_running_ones_are_predicted_to_end() -> None:
-    m = Model()
+    m = Tuning()
     running = {"a": Running(GiB, 0.0, 10.0), "b": Running(GiB, 0.0, 10.0)}
     waiting = [Job("c", GiB, 0, 10.0)]
     budget = int(2.5 * GiB)  # three peaks do not fit
@@ -366,7 +365,7 @@ def test_a_waiting_job_starts_when_the_running_ones_are_predicted_to_end() -> No
 
 
 def test_overdue_jobs_hold_their_peak() -> None:
-    m = Model()
+    m = Tuning()
     late = Running(GiB, 0.0, 10.0, cpu=12.0)  # used more than late × 10 CPU seconds
     env = envelope(late, 20.0, m)
     assert env.end == float("inf") and env.base == GiB and env.why == "overdue"
@@ -382,7 +381,7 @@ def test_overdue_jobs_hold_their_peak() -> None:
 
 
 def test_guard_pauses_the_youngest_growing_job_and_resumes_it() -> None:
-    m = Model()
+    m = Tuning()
     budget = int(1.6 * GiB)
     old = Running(GiB, 0.0, 10.0, cpu=11.5)  # overdue: still at its peak
     young = Running(GiB, 9.0, 10.0, cpu=3.0)  # admitted counting on old's end
@@ -456,7 +455,7 @@ def test_time_model_runs_more_jobs_than_peak_reservation() -> None:
 
 
 def test_a_measured_curve_bounds_its_compile_and_is_tighter_than_the_ramp() -> None:
-    m = Model()
+    m = Tuning()
     for name in CURVES:
         curve = _measured(name)
         assert len(curve) == 20 and curve[-1] == 1.0
@@ -513,7 +512,7 @@ def test_measured_curves_stay_in_budget_and_run_more_jobs() -> None:
 
 
 def test_a_job_ahead_of_its_curve_slows_admission_down() -> None:
-    m = Model()
+    m = Tuning()
     curve = _measured("torch")
     for x in (0.15, 0.3, 0.5, 0.8):  # on its curve: not ahead
         on = Running(GiB, 0.0, 10.0, cpu=10 * x, rss=int(GiB * _curve("torch", x)),
@@ -542,7 +541,7 @@ def test_one_job_faster_than_its_last_build_does_not_slow_the_whole_build() -> N
     # stays as it is, and the fast one counts at its peak by its own bound.  (The broker
     # used to take the fastest job's speed: every bound jumped at once, and the guard
     # paused four TUs of five for 10 s on the H100 host.)
-    m = Model()
+    m = Tuning()
     curve = _measured("torch")
 
     def at(x: float, speed: float = 1.0) -> Running:
@@ -565,7 +564,7 @@ def test_history_counts_agreeing_peaks_for_a_smaller_margin(tmp_path: Path) -> N
     h.record("k", "a.cpp", 1_000_000_000, 15.0, cpu=14.5)
     first = h.get("k")
     assert first is not None and first["runs"] == 1 and first["cpu"] == 14.5
-    margins = _priors()["margin"]
+    margins = Tuning()
     assert _history_reserve(first, margins) == (1_000_000_000, 1_050_000_000)
     h.record("k", "a.cpp", 1_000_400_000, 15.2, cpu=14.6)
     second = h.get("k")
@@ -613,9 +612,9 @@ def test_the_job_report_says_how_long_a_job_counted_at_its_peak_and_why() -> Non
     """Each scheduling tick adds its time to the job's ``above`` (its memory above its
     model) or ``overdue`` (past its predicted end): the report shows why the time model
     held jobs at their peaks, where the replay of the same jobs does not."""
-    m = Model()
+    m = Tuning()
     rec = JobRecord("a", "a.cpp", GiB, GiB, "history", 0.0)
-    live = Live(rec, 10.0, 1, 0.0)
+    live = Run(rec, 10.0, 1, 0.0)
     for now, cpu, rss in ((1.0, 1.0, GiB // 10), (1.5, 1.5, GiB // 2), (2.0, 2.0, GiB * 4 // 5),
                           (3.0, 3.0, GiB // 2), (12.0, 11.0, GiB), (12.5, 11.5, GiB)):
         live.cpu, live.cpu_active, live.rss = cpu, live.active(now), rss

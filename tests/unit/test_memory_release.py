@@ -8,24 +8,24 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from builder.memory.admission import admit
-from builder.memory.broker import Broker, BrokerConfig
+from builder.memory.core import Scheduler
 from builder.memory.estimate import estimate
 from builder.memory.guard import guard
-from builder.memory.jobs import JobRecord, Learned, Live
+from builder.memory.jobs import JobRecord, Learned
 from builder.memory.launcher import curve_of
 from builder.memory.policy import (
     INF,
     Job,
-    Model,
     Running,
     after_peak,
     envelope,
     released,
     rising,
 )
+from builder.memory.run import Run
+from builder.memory.tuning import Tuning
 
 GiB = 2**30
 #: RSS / peak against CPU time / total of nvcc 13 on a torch/extension.h TU for two archs
@@ -90,7 +90,7 @@ def _job(cpu: float, rss: float, top: float, curve: tuple[float, ...] = ()) -> R
 
 
 def test_a_job_is_released_only_once_seen_at_its_peak_and_below_it_again() -> None:
-    m = Model()
+    m = Tuning()
     # in the host compile: it held 5.8 GB, holds 1.2 GB
     past = _job(80.0, 1.2, 5.8)
     after = released(past)
@@ -114,7 +114,7 @@ def test_a_job_is_released_only_once_seen_at_its_peak_and_below_it_again() -> No
 
 def test_a_job_without_a_time_model_is_released_by_its_siblings_fall() -> None:
     # a cold nvcc job: no CPU time to predict its end, no curve of its own
-    m = Model()
+    m = Tuning()
     cold = Running(6 * GiB, 0.0, 0.0, cpu=60.0, rss=int(0.3 * GiB), top=int(5.7 * GiB),
                    fall=0.25)
     env = envelope(cold, 60.0, m)
@@ -123,18 +123,15 @@ def test_a_job_without_a_time_model_is_released_by_its_siblings_fall() -> None:
                     m).ahead(60.0) == 6 * GiB  # no curve: its peak until it ends
 
 
-def test_the_broker_tells_running_jobs_what_their_siblings_held_after_peaks(
-        tmp_path: Path) -> None:
-    b = Broker(tmp_path / "b.sock", BrokerConfig(
-        budget=16 * GiB, slots=8, source_root=str(tmp_path),
-        build_dir=str(tmp_path / "build"), history_path=str(tmp_path / "history.json")))
+def test_the_scheduler_tells_running_jobs_what_their_siblings_held_after_peaks() -> None:
+    b = Scheduler(16 * GiB, 8)
     family = "prior:torch/extension.h:device:2x2"
     rec = JobRecord("a", "attention.cu", 5 * GiB, 6 * GiB, "prior:torch/extension.h", 0.0,
                     family=family)
-    b.running["a"] = Live(rec, 0.0, 2, 0.0, rss=int(0.2 * GiB), top=int(5.6 * GiB))
+    b.running["a"] = Run(rec, 0.0, 2, 0.0, rss=int(0.2 * GiB), top=int(5.6 * GiB))
     own = JobRecord("h", "h.cu", 5 * GiB, 6 * GiB, "history", 0.0, family=family)
-    b.running["h"] = Live(own, 90.0, 2, 0.0)  # measured itself: its own curve decides
-    b._learn()
+    b.running["h"] = Run(own, 90.0, 2, 0.0)  # measured itself: its own curve decides
+    b._learn(0.0)
     assert b.running["a"].fall == 0.0  # nothing measured yet
     assert released(b.running["a"].view(70.0)) is None
     # one sibling peaking at 79 %, one at 33 % (a long TU): their pointwise highest curve
@@ -144,7 +141,7 @@ def test_the_broker_tells_running_jobs_what_their_siblings_held_after_peaks(
                                                                      early)
     assert after_peak(got.curve) is None and 0.2 <= got.fall <= 0.3
     b.learned[family] = got
-    b._learn()
+    b._learn(0.0)
     assert b.running["a"].fall == got.fall and b.running["h"].fall == 0.0
     assert released(b.running["a"].view(70.0)) is not None
     # a sibling that peaked at its end (no fall) says the group's jobs may not fall
@@ -152,7 +149,7 @@ def test_the_broker_tells_running_jobs_what_their_siblings_held_after_peaks(
 
 
 def test_the_next_job_starts_beside_one_past_its_peak_not_beside_one_at_it() -> None:
-    m = Model()
+    m = Tuning()
     nxt = Job("next", 6 * GiB, 1, 90.0, curve=_measured(NVCC))
     at_peak = _job(70.0, 5.8, 5.8)
     past = _job(75.0, 0.8, 5.8)
@@ -183,7 +180,7 @@ def _world(cpus: list[float], budget: int, curve: tuple[float, ...],
     """(wall, most memory held at once) of nvcc jobs admitted and guarded every 0.1 s on
     what they last reported (every 0.5 s) — by their measured ``curve``, or, with none (a
     cold build), each at its peak until it ends or is released by ``fall``."""
-    m, dt = Model(), 0.05
+    m, dt = Tuning(), 0.05
     waiting = [Job(f"j{i}", int(5.5 * GiB), i, c if curve else 0.0, 2, curve=curve)
                for i, c in enumerate(cpus)]
     jobs = {f"j{i}": _Fake(f"j{i}", c) for i, c in enumerate(cpus)}
@@ -255,22 +252,19 @@ def test_cold_nvcc_jobs_overlap_their_host_compiles_by_their_prior_fall() -> Non
     assert released_ < low < held and worst_low <= budget
 
 
-def test_the_broker_releases_a_cold_nvcc_job_by_its_prior_until_a_sibling_ends(
-        tmp_path: Path) -> None:
-    b = Broker(tmp_path / "b.sock", BrokerConfig(
-        budget=16 * GiB, slots=8, source_root=str(tmp_path),
-        build_dir=str(tmp_path / "build"), history_path=str(tmp_path / "history.json")))
+def test_the_scheduler_releases_a_cold_nvcc_job_by_its_prior_until_a_sibling_ends() -> None:
+    b = Scheduler(16 * GiB, 8)
     est = estimate("csrc/a.cu", ("torch/extension.h",), nvcc_threads=2, nvcc_archs=2)
     rec = JobRecord("a", "csrc/a.cu", est.peak, est.peak, est.source, 0.0, group=est.group,
                     family=est.family)
-    b._estimates["a"] = est
-    b.running["a"] = Live(rec, 0.0, 2, 0.0, rss=int(0.3 * est.peak), top=est.peak)
-    b._learn()
+    b.estimates["a"] = est
+    b.running["a"] = Run(rec, 0.0, 2, 0.0, rss=int(0.3 * est.peak), top=est.peak)
+    b._learn(0.0)
     assert b.running["a"].fall == est.fall
     assert released(b.running["a"].view(70.0)) is not None
     # a sibling measured without a fall (its peak at its end) overrides the prior
     b.learned[est.family] = Learned().add(est.peak, 90.0, _measured(GXX, 90.0))
-    b._learn()
+    b._learn(0.0)
     assert b.running["a"].fall < 0 and released(b.running["a"].view(70.0)) is None
 
 
