@@ -56,6 +56,9 @@ class JobRecord:
     measured_by: str = ""  # cgroup (the kernel's peak of its own cgroup) | tree (sampled)
     group: str = ""  # estimate group (recipe glob, umbrella header) when not measured
     family: str = ""  # the umbrella header's group, which learns from every job
+    #: where it compiled: "" here, "remote" on the distributed pool (``builder build
+    #: --dist``), which then reserved only its local part (:mod:`builder.memory.remote`)
+    where: str = ""
 
     @property
     def groups(self) -> set[str]:

@@ -38,6 +38,7 @@ from pathlib import Path
 from builder.memory import jobgroup
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
+from builder.memory.remote import remote_slots
 from builder.memory.wire import BrokerSilent, Channel, ask
 from builder.util.scratch import private_tmp, remove_orphans
 
@@ -310,14 +311,22 @@ def main(argv: list[str]) -> int:
     # (run_measured's finally), or it would stay stopped, holding its memory
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit_on)
+    slots, held = remote_slots(argv, kind), -1
     while True:
+        if slots is not None:
+            # a compile through sccache goes to the distributed pool when a remote slot is
+            # free and the broker finds its predicted peak fits the pool (remote.py); the
+            # slot is this process's until the next attempt or its exit (the kernel frees it)
+            slots.release(held)
+            held = -1 if retry else slots.acquire()
         group = jobgroup.make()
         try:
             conn, grant = ask(broker, {
                 "op": "acquire", "file": file, "argv": argv, "cwd": os.getcwd(),
                 "retry": retry, "requeued": requeued, "kind": kind,
                 "cgroup": str(group.path) if group else "",
-                "build_cgroup": os.environ.get(jobgroup.ENV, "")})
+                "build_cgroup": os.environ.get(jobgroup.ENV, ""),
+                **({"dist": {"slot": slots.slot}} if slots is not None and held >= 0 else {})})
         except OSError as exc:
             if group is not None:
                 group.remove()
@@ -326,7 +335,9 @@ def main(argv: list[str]) -> int:
                       f"{src} without admission control (BUILDER_BROKER_TIMEOUT sets the "
                       f"wait)", file=sys.stderr, flush=True)
             os.execvp(argv[0], argv)  # the broker went away: behave like no launcher
-        cmd = list(argv)
+        # not admitted to the pool: the compiler itself, without sccache (which would send
+        # it there all the same)
+        cmd = list(argv if slots is None or grant.get("remote") else argv[1:])
         if grant.get("lowmem"):
             # appended last so that they override (-O1 after -O2, -g0 after -g)
             cmd += [str(x) for x in grant.get("flags", [])]  # type: ignore[attr-defined]
