@@ -114,6 +114,8 @@ def end(session: object | None) -> None:
     if st is None:
         print("dist: sccache's counters could not be read", file=sys.stderr)
         return
+    if not (st.compiles or st.hits or st.misses):
+        return  # nothing was compiled through sccache
     where = ", ".join(f"{k} {v}" for k, v in sorted((st.distributed or {}).items()))
     print(f"dist: {st.remote} of {st.compiles} compile(s) ran on the pool"
           + (f" ({where})" if where else "")

@@ -124,8 +124,12 @@ class Slots:
 
     def acquire(self) -> int:
         """The descriptor holding a free slot, or -1 when none is free."""
-        from builder.util.writer import open_lock
+        from builder.util.writer import make_dirs, open_lock
 
+        try:
+            make_dirs(self.folder)
+        except OSError:
+            return -1  # the folder is not usable: no remote slot
         for i in range(self.count):
             try:
                 fd = open_lock(self.folder / f"slot-{i}.lock")
