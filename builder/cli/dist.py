@@ -100,8 +100,14 @@ def begin(args: argparse.Namespace, ws: Workspace) -> object | None:
     if args.compiler_cache in ("ccache", "none"):
         raise UsageError(f"--dist compiles through sccache; drop --compiler-cache "
                          f"{args.compiler_cache}")
+    from builder.resolve.cmakesteps import sccache_env
+
     args.compiler_cache = "sccache"
-    return prepare(ws.state, args.dist, os.environ)
+    session = prepare(ws.state, args.dist, os.environ, dict(sccache_env(ws, args.cache_remote)))
+    if session is not None and session.pool is not None and not args.jobs:
+        # the pool's cores join this machine's: a job holds a local slot while it is out
+        args.jobs = len(os.sched_getaffinity(0)) + session.pool.cores
+    return session
 
 
 def end(session: object | None) -> None:

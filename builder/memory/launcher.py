@@ -314,8 +314,8 @@ def main(argv: list[str]) -> int:
     slots, held = remote_slots(argv, kind), -1
     while True:
         if slots is not None:
-            # a compile through sccache goes to the distributed pool when a remote slot is
-            # free and the broker finds its predicted peak fits the pool (remote.py); the
+            # a compile through sccache goes to the distributed pool, once a remote slot is
+            # free, when the broker finds its predicted peak fits the pool (remote.py); the
             # slot is this process's until the next attempt or its exit (the kernel frees it)
             slots.release(held)
             held = -1 if retry else slots.acquire()
@@ -338,6 +338,9 @@ def main(argv: list[str]) -> int:
         # not admitted to the pool: the compiler itself, without sccache (which would send
         # it there all the same)
         cmd = list(argv if slots is None or grant.get("remote") else argv[1:])
+        if slots is not None and not grant.get("remote"):
+            slots.release(held)  # too heavy for the pool: its slot is another job's
+            held = -1
         if grant.get("lowmem"):
             # appended last so that they override (-O1 after -O2, -g0 after -g)
             cmd += [str(x) for x in grant.get("flags", [])]  # type: ignore[attr-defined]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ POOL_ENV = "BUILDER_DIST_POOL"
 #: what the client holds for a job compiled remotely: the preprocessor (a torch TU
 #: preprocesses in ~0.1–0.2 GB) and sccache packaging its inputs
 LOCAL_PART = 256 << 20
+#: seconds between looks for a free remote slot
+POLL = 0.05
 
 
 @dataclass(frozen=True)
@@ -122,26 +125,33 @@ class Slots:
     def __init__(self, folder: Path, count: int, slot: int) -> None:
         self.folder, self.count, self.slot = folder, count, slot
 
-    def acquire(self) -> int:
-        """The descriptor holding a free slot, or -1 when none is free."""
+    def acquire(self, wait: float = POLL) -> int:
+        """The descriptor holding a slot: the first free one, looked for every ``wait``
+        seconds until one is (0: once); -1 when none is free or the folder is unusable.
+        The pool is used first: a compile waits for a remote slot rather than run here,
+        since the client's CPUs preprocess for the pool's (docs/dist.md)."""
         from builder.util.writer import make_dirs, open_lock
 
         try:
             make_dirs(self.folder)
+            fds = [open_lock(self.folder / f"slot-{i}.lock") for i in range(self.count)]
         except OSError:
             return -1  # the folder is not usable: no remote slot
-        for i in range(self.count):
-            try:
-                fd = open_lock(self.folder / f"slot-{i}.lock")
-            except OSError:
-                return -1  # the folder is not usable: no remote slot
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+        try:
+            while True:
+                for fd in fds:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        continue
+                    fds.remove(fd)
+                    return fd
+                if wait <= 0:
+                    return -1
+                time.sleep(wait)
+        finally:
+            for fd in fds:
                 os.close(fd)
-                continue
-            return fd
-        return -1
 
     @staticmethod
     def release(fd: int) -> None:
