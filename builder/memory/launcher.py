@@ -341,6 +341,10 @@ def main(argv: list[str]) -> int:
         if slots is not None and not grant.get("remote"):
             slots.release(held)  # too heavy for the pool: its slot is another job's
             held = -1
+        elif slots is not None:
+            # sccache sends the client's environment with a remote job: the build server's
+            # sandbox has no such temporary folder, and ptxas fails there without one
+            os.environ.pop("TMPDIR", None)
         if grant.get("lowmem"):
             # appended last so that they override (-O1 after -O2, -g0 after -g)
             cmd += [str(x) for x in grant.get("flags", [])]  # type: ignore[attr-defined]
