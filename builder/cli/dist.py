@@ -117,6 +117,8 @@ def end(session: object | None) -> None:
     if not isinstance(session, Session):
         return
     st = session.finish()
+    for name in session.env:  # this process as it was (the CLI may run in-process)
+        os.environ.pop(name, None)
     if st is None:
         print("dist: sccache's counters could not be read", file=sys.stderr)
         return
