@@ -4,7 +4,6 @@ variables a build step takes at run time."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,23 @@ import pytest
 from builder.dist import config
 from builder.dist.client import read_token, stats_of
 from builder.errors import DistError
-from builder.memory.remote import (LOCAL_PART, POOL_ENV, Pool, Server, Slots, admits,
-                                   local_estimate, remote_slots, slot_budget)
+from builder.memory.remote import (
+    LOCAL_PART,
+    POOL_ENV,
+    Pool,
+    Server,
+    Slots,
+    admits,
+    local_estimate,
+    remote_slots,
+    slot_budget,
+)
 from builder.resolve import stepenv
 from builder.util.secrets import redact
 from builder.workspace.ownership import claim_state
 
 GiB = 1 << 30
+tomllib = pytest.importorskip("tomllib", reason="the TOML reader is in Python 3.11+")
 
 
 def _pool(*servers: tuple[int, int]) -> Pool:
