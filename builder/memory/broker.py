@@ -32,7 +32,7 @@ from builder.memory.intake import CACHES, BrokerConfig, Intake, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import LAUNCHER_BYTES, JobRecord, Learned, Live, fall, relearn
 from builder.memory.policy import Job, Model, build_speed, envelope, released, sped_up
-from builder.memory.remote import local_estimate
+from builder.memory.remote import on_pool
 from builder.memory.wire import HEARTBEAT, QUEUED, message, tell
 from builder.util.scratch import private_dir, remove_socket
 
@@ -142,11 +142,7 @@ class Broker:
         """The job's record, what its message says of it, and the CPU time and memory
         curve the time model uses for it (0 and (): none)."""
         job = intake(msg, self.cfg, self.history)
-        est = job.est
-        offer = msg.get("dist")  # a remote slot the launcher holds (builder.memory.remote)
-        local = local_estimate(est.peak, offer) if isinstance(offer, dict) else None
-        if local is not None:  # compiled on the pool: only its local part is held here
-            est = replace(est, peak=local, reserve=local, cpu=0.0, curve=())
+        est, where = on_pool(job.est, msg.get("dist"))  # a remote job: its local part
         # only this very compile's measured CPU time drives the time model: other flags,
         # recipe values and priors say nothing reliable about its speed — unless the
         # backstop watches the build's memory, which makes a wrong guess cost time only
@@ -167,8 +163,7 @@ class Broker:
                         model_curve=bool(curve), family=est.family,
                         group="" if est.source.startswith("history") else est.group,
                         speculative=spec, kind="link" if job.link else "compile",
-                        rerun=bool(msg.get("requeued")),
-                        where="remote" if local is not None else "")
+                        rerun=bool(msg.get("requeued")), where=where)
         if rec.group:
             self._estimates[rec.id] = est
         return rec, job, cpu, curve

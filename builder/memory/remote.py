@@ -29,12 +29,14 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from builder.memory.estimate import Estimate
+
 __all__ = ["LOCAL_PART", "POOL_ENV", "Pool", "Server", "Slots", "admits", "local_estimate",
-           "remote_slots", "slot_budget"]
+           "on_pool", "remote_slots", "slot_budget"]
 
 #: names the pool file (``pool.json``) in a build step's environment: set by
 #: ``builder build --dist``, read by the memory launcher
@@ -114,6 +116,16 @@ def local_estimate(peak: int, offer: Mapping[str, Any]) -> int | None:
     must run here (too heavy for the pool's smallest slot)."""
     slot = int(offer.get("slot", 0))
     return LOCAL_PART if 0 < peak <= slot else None
+
+
+def on_pool(est: Estimate, offer: object) -> tuple[Estimate, str]:
+    """The broker's hook: a job offered to the pool (``offer``, the launcher's
+    ``{"slot": bytes}``) that fits goes there, and is held here at its local part
+    (``"remote"``); any other job is held as estimated (``""``)."""
+    local = local_estimate(est.peak, offer) if isinstance(offer, dict) else None
+    if local is None:
+        return est, ""
+    return replace(est, peak=local, reserve=local, cpu=0.0, curve=()), "remote"
 
 
 class Slots:
