@@ -140,3 +140,11 @@ def test_sccache_counters_say_what_ran_where() -> None:
 
 def test_the_dist_error_is_in_the_remote_family() -> None:
     assert DistError("u", "why", "fix").exit_code == 6
+
+
+def test_the_report_says_which_files_compiled_on_the_pool() -> None:
+    from builder.report.page import tu_table
+
+    jobs = [{"file": "a.cpp", "t_start": 0.0, "t_end": 1.0, "where": "remote"},
+            {"file": "b.cpp", "t_start": 0.0, "t_end": 2.0, "where": ""}]
+    assert {r["file"]: r["where"] for r in tu_table(jobs)} == {"a.cpp": "pool", "b.cpp": ""}
