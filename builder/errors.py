@@ -12,8 +12,8 @@ code  meaning
 3     invalid recipe or host-facts file (with file:line:col)
 4     the request cannot be planned on this host (missing tool, unsupported arch…)
 5     the workspace is locked by another builder process (``--no-wait``)
-6     a Conan remote, or the distributed-compilation scheduler (``--dist``), is not
-      configured, cannot be reached or refuses the credentials
+6     a Conan remote is not configured, cannot be reached or refuses the credentials;
+      the ``--dist`` URL is no scheduler, it refuses the token, or a pool does not start
 7     refused: builder would write into, replace or delete something it did not create
 8     a file or folder cannot be read or written (permissions, a file where a folder
       is expected, a full disk…)

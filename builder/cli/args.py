@@ -16,8 +16,8 @@ __all__ = ["EPILOG", "parser"]
 EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe,
 host-facts file or lockfile; 4 cannot be planned on this host (missing tool, unsupported arch,
 a source the source policy refuses, a memory budget below the lightest job); 5 workspace locked
-(--no-wait); 6 a Conan remote or the --dist scheduler is unknown, down or refuses the
-credentials; 7 refused to touch
+(--no-wait); 6 a Conan remote is unknown, down or refuses the credentials, or the --dist
+URL is no scheduler or refuses the token; 7 refused to touch
 something builder did not create; 8 a file or folder cannot be read or written; 130
 interrupted."""
 
