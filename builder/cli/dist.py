@@ -28,6 +28,11 @@ def cmd_dist(args: argparse.Namespace, ws: Workspace) -> int:
             bind=args.bind, timeout=args.timeout))
         d = farm.farm_dir(ws.state)
         print(f"pool ready: {describe(pool, pool.scheduler)}")
+        bare = [s["name"] for s in farm.farm_status(ws.state)["servers"] if "cgroup" not in s]
+        if bare:
+            print(f"warning: {', '.join(bare)} run(s) without a memory cap (no writable "
+                  f"memory cgroup: {d}/server-N.log says why); their budgets are declared, "
+                  f"not enforced", file=sys.stderr)
         print(f"  build with: builder build --dist {pool.scheduler} …  (the token is read "
               f"from {farm.token_file(ws.state)})")
         print(f"  configs and logs: {d}")

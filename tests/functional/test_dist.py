@@ -201,3 +201,18 @@ def test_an_unreachable_scheduler_warns_once_and_builds_here(pool: tuple[Path, s
                          "--dist", f"http://127.0.0.1:{port}", "--no-tests")
     assert code == 0, out + err
     assert err.count("cannot be reached") == 1, err
+
+
+def test_a_pool_on_a_taken_port_is_refused_before_anything_starts(tmp_path: Path,
+                                                                   run: Cli) -> None:
+    why = _skip_reasons()
+    if why:
+        pytest.skip(why)
+    port = _free_ports(3)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port + 1))
+        code, out, err = run("--state-dir", str(tmp_path / "state"), "dist", "start",
+                             "--port", str(port))
+    assert code == 6, out + err
+    assert f"127.0.0.1:{port + 1}: the port is taken" in err
+    assert not (tmp_path / "state" / "dist" / "farm" / "farm.json").exists()
