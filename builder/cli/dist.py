@@ -16,8 +16,8 @@ __all__ = ["begin", "cmd_dist", "end", "pool_line", "scheduler_line"]
 
 
 def cmd_dist(args: argparse.Namespace, ws: Workspace) -> int:
-    from builder.dist import farm
-    from builder.dist.client import describe
+    from builder.pool import farm
+    from builder.pool.client import describe
     from builder.workspace.prune import human
 
     if args.dist_command == "start":
@@ -71,8 +71,8 @@ def cmd_dist(args: argparse.Namespace, ws: Workspace) -> int:
 def pool_line(args: argparse.Namespace, ws: Workspace) -> str:
     """``dist: …`` for ``builder host`` and ``builder plan``: the declared pool (read,
     never asked: planning talks to no server); "" without --dist."""
-    from builder.dist.client import describe, pool_for
-    from builder.dist.scheduler import check_url
+    from builder.pool.client import describe, pool_for
+    from builder.pool.scheduler import check_url
 
     url = getattr(args, "dist", "")
     if not url:
@@ -84,7 +84,7 @@ def pool_line(args: argparse.Namespace, ws: Workspace) -> str:
 
 def scheduler_line(url: str) -> str:
     """What the scheduler at ``url`` says of its pool now (``builder host``)."""
-    from builder.dist import scheduler
+    from builder.pool import scheduler
 
     try:
         st = scheduler.status(scheduler.check_url(url))
@@ -96,7 +96,7 @@ def scheduler_line(url: str) -> str:
 
 def begin(args: argparse.Namespace, ws: Workspace) -> object | None:
     """The build's pool session (None: compiling here); ``--dist`` implies sccache."""
-    from builder.dist.client import RUNTIME, prepare
+    from builder.pool.client import RUNTIME, prepare
 
     if not args.dist:
         for name in RUNTIME:  # a shell's own sccache client setting does not reach steps
@@ -117,7 +117,7 @@ def begin(args: argparse.Namespace, ws: Workspace) -> object | None:
 
 def end(session: object | None) -> None:
     """Say how much of the build ran on the pool, and stop its sccache server."""
-    from builder.dist.client import Session
+    from builder.pool.client import Session
 
     if not isinstance(session, Session):
         return

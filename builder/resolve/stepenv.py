@@ -59,7 +59,7 @@ RUNTIME_PASS: dict[str, tuple[str, ...]] = {
                  "CONAN_LOGIN_USERNAME*", "CONAN_PASSWORD*"),
     # `builder build --dist`: sccache's client configuration (it holds the scheduler's
     # token: a file, never a value here), this build's own sccache server and the pool the
-    # memory launcher admits remote jobs against (builder.dist.client sets them, and
+    # memory launcher admits remote jobs against (builder.pool.client sets them, and
     # clears them without --dist)
     "build": ("SCCACHE_CONF", "SCCACHE_SERVER_PORT", "BUILDER_DIST_POOL"),
     # which device a test runs on: the GPU machine's scheduler or the user chooses it

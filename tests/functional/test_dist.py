@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from builder.cli.main import main
-from builder.dist.client import RUNTIME, TOKEN_ENV, TOKEN_FILE_ENV
 from builder.host.probe import find_executable
 from builder.memory import cgroup
+from builder.pool.client import RUNTIME, TOKEN_ENV, TOKEN_FILE_ENV
 from tests.conftest import REPO
 from tests.functional.conftest import need
 

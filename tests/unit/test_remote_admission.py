@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from builder.dist import config
-from builder.dist.client import read_token, stats_of
 from builder.errors import DistError
 from builder.memory.remote import (
     LOCAL_PART,
@@ -22,6 +20,8 @@ from builder.memory.remote import (
     remote_slots,
     slot_budget,
 )
+from builder.pool import config
+from builder.pool.client import read_token, stats_of
 from builder.resolve import stepenv
 from builder.util.secrets import redact
 from builder.workspace.ownership import claim_state
