@@ -12,7 +12,8 @@ code  meaning
 3     invalid recipe or host-facts file (with file:line:col)
 4     the request cannot be planned on this host (missing tool, unsupported arch…)
 5     the workspace is locked by another builder process (``--no-wait``)
-6     a Conan remote is not configured, cannot be reached or refuses the credentials
+6     a Conan remote is not configured, cannot be reached or refuses the credentials;
+      the ``--dist`` URL is no scheduler, it refuses the token, or a pool does not start
 7     refused: builder would write into, replace or delete something it did not create
 8     a file or folder cannot be read or written (permissions, a file where a folder
       is expected, a full disk…)
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BuilderError", "Diagnostic", "DownloadFailed", "FetchError", "Interrupted", "Location",
+__all__ = ["BuilderError", "Diagnostic", "DistError", "DownloadFailed", "FetchError",
+           "Interrupted", "Location",
            "LockedError", "MatrixError", "PlanError", "RecipeError", "RemoteError", "StepFailed",
            "UnsupportedError", "UsageError"]
 
@@ -177,6 +179,22 @@ class RemoteError(BuilderError):
 
     def render(self) -> str:
         return f"error: remote '{self.remote}': {self.why}\n  fix: {self.fix}"
+
+
+class DistError(BuilderError):
+    """The distributed-compilation pool (sccache-dist) cannot be used as asked: a URL that
+    is no scheduler, a token it refuses, a pool that does not start in time."""
+
+    exit_code = 6
+
+    def __init__(self, where: str, why: str, fix: str) -> None:
+        self.where, self.why, self.fix = where, why, fix
+        super().__init__(f"{where}: {why}")
+
+    def render(self) -> str:
+        return f"error: {self.where}: {self.why}\n  fix: {self.fix}"
+
+
 class InputFileError(BuilderError):
     """A file the user gave builder (a lockfile, a host-facts file) is not what it should
     be: wrong encoding, not JSON, or the wrong shape.  Exit code 3, like a bad recipe."""

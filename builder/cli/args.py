@@ -16,7 +16,8 @@ __all__ = ["EPILOG", "parser"]
 EPILOG = """exit codes: 0 success; 1 a build step failed; 2 bad command line; 3 invalid recipe,
 host-facts file or lockfile; 4 cannot be planned on this host (missing tool, unsupported arch,
 a source the source policy refuses, a memory budget below the lightest job); 5 workspace locked
-(--no-wait); 6 a Conan remote is unknown, down or refuses the credentials; 7 refused to touch
+(--no-wait); 6 a Conan remote is unknown, down or refuses the credentials, or the --dist
+URL is no scheduler or refuses the token; 7 refused to touch
 something builder did not create; 8 a file or folder cannot be read or written; 130
 interrupted."""
 
@@ -100,6 +101,8 @@ def parser() -> argparse.ArgumentParser:
                        "Python interpreters.")
     h.add_argument("--format", choices=("text", "json"), default="text")
     h.add_argument("--memory-budget", type=_size, default=0, metavar="SIZE")
+    h.add_argument("--dist", default=os.environ.get("BUILDER_DIST", ""), metavar="URL",
+                   help="also show this sccache-dist scheduler's pool (default: $BUILDER_DIST)")
 
     def selection(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("recipes", nargs="*", help="recipe names or paths to .yaml files")
@@ -136,6 +139,11 @@ def parser() -> argparse.ArgumentParser:
                         help="remote storage for the compiler cache, e.g. "
                              "redis://127.0.0.1:6379 (default: $BUILDER_CACHE_REMOTE: give a "
                              "URL with a password there, `ps` shows command lines)")
+        sp.add_argument("--dist", default=os.environ.get("BUILDER_DIST", ""), metavar="URL",
+                        help="compile on an sccache-dist pool through this scheduler (implies "
+                             "--compiler-cache sccache; default: $BUILDER_DIST); its token "
+                             "from $BUILDER_DIST_TOKEN or a 0600 file named by "
+                             "$BUILDER_DIST_TOKEN_FILE: docs/dist.md")
         sp.add_argument("--conan-remote", default="", metavar="NAME",
                         help="Conan remote for requirements with `provider: remote`")
         sp.add_argument("-j", "--jobs", type=_count, default=0, help="parallel compile jobs "
@@ -208,6 +216,28 @@ def parser() -> argparse.ArgumentParser:
                     help="write the wheels into a static PEP 503 index folder instead "
                          "(DIR/simple/...), with hashes and, for variant wheels, the "
                          "release's variants.json: serve it with any web server")
+    ds = sub.add_parser("dist", help="start, show or stop an sccache-dist pool on this "
+                        "machine", description="A scheduler and N build servers on this "
+                        "machine, each server in a memory cgroup capped at its budget and on "
+                        "CPUs of its own (root: the servers sandbox compiles with "
+                        "bubblewrap). `builder build --dist URL` then compiles on it "
+                        "(docs/dist.md).")
+    ds_sub = ds.add_subparsers(dest="dist_command", metavar="ACTION", required=True)
+    dst = ds_sub.add_parser("start", help="start a scheduler and build servers")
+    dst.add_argument("--servers", type=_count, default=2, help="build servers (default 2)")
+    dst.add_argument("--cores", type=_count, default=1, help="CPUs per server (default 1)")
+    dst.add_argument("--memory", type=_size, default=2 << 30, metavar="SIZE",
+                     help="memory cap and declared budget per server (default 2GiB)")
+    dst.add_argument("--port", type=int, default=10600,
+                     help="the scheduler's port; server i listens on PORT+i (default 10600)")
+    dst.add_argument("--bind", default="127.0.0.1", metavar="ADDR",
+                     help="the address they listen on (default 127.0.0.1)")
+    dst.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                     help="how long to wait for every server to register (default 60)")
+    dss = ds_sub.add_parser("status", help="the pool started here")
+    dss.add_argument("--format", choices=("text", "json"), default="text")
+    ds_sub.add_parser("stop", help="stop the pool started here")
+
     rm = sub.add_parser("remote", help="configure the Conan remotes builder may use",
                         description="Add, list or remove remotes in builder's project-local "
                         "Conan home (no remote is configured by default: builds are offline).")

@@ -86,6 +86,9 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         repaired = repair_conan_home(ws)  # before planning: what it removes is rebuilt
         if repaired:
             print(f"note: {repaired}", file=sys.stderr)
+        from builder.cli import dist
+
+        session = dist.begin(args, ws)  # before planning: --dist implies sccache
         unusable: frozenset[str] = frozenset()
         while True:
             plan, named = make_plan(args, ws, plan_all=False, unusable=unusable,
@@ -106,6 +109,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                       ws.state)
             ran = _execute(args, ws, plan, runner, t0)
             if ran is None:
+                dist.end(session)
                 return 0
             summary, ex = ran
             # A download that came back corrupted (already removed) is rebuilt; one that
@@ -118,6 +122,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                 print(f"note: {f.step_id}: {f.explanation}; building it here instead",
                       file=sys.stderr)
             unusable |= retry
+    dist.end(session)
     for failure in summary.failed:
         print(failure.render(), file=sys.stderr)
     if ex.cache_stats:

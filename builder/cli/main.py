@@ -86,6 +86,12 @@ def cmd_host(args: argparse.Namespace, ws: Workspace) -> int:
         mark = "  (default)" if p.version == host.default_python else ""
         print(f"  {p.version:6} {p.full:9} {p.path}{mark}" + (f"\n          {pk}" if pk else ""))
     print("gpus:     " + (", ".join(host.gpus) if host.gpus else "none visible"))
+    from builder.cli.dist import pool_line, scheduler_line
+
+    line = pool_line(args, ws)
+    if line:
+        print(line)
+        print(scheduler_line(args.dist))
     return 0
 
 
@@ -123,6 +129,11 @@ def _plan(args: argparse.Namespace, ws: Workspace) -> int:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         sys.stdout.writelines(planfmt.text_lines(plan, color=color,
                                                  commands=not args.no_commands))
+        from builder.cli.dist import pool_line
+
+        line = pool_line(args, ws)
+        if line:
+            print(line)
     return 0
 
 
@@ -231,6 +242,12 @@ def cmd_schema(args: argparse.Namespace, ws: Workspace) -> int:
     return 0
 
 
+def _cmd_dist(args: argparse.Namespace, ws: Workspace) -> int:
+    from builder.cli.dist import cmd_dist
+
+    return cmd_dist(args, ws)
+
+
 def main(argv: Sequence[str] | None = None, runner: Runner | None = None) -> int:
     """Run the CLI.  ``runner`` replaces the subprocess runner (tests record argv).
 
@@ -267,7 +284,8 @@ def _main(argv: Sequence[str] | None, runner: Runner | None) -> int:
     ws = Workspace.at(root, state)
     commands = {"validate": cmd_validate, "host": cmd_host, "plan": cmd_plan,
                 "schema": cmd_schema, "lock": cmd_lock, "report": cmd_report,
-                "matrix": cmd_matrix, "cache": cmd_cache, "verify": cmd_verify}
+                "matrix": cmd_matrix, "cache": cmd_cache, "verify": cmd_verify,
+                "dist": _cmd_dist}
     try:
         if args.command not in ("schema", "validate", "matrix"):
             from builder.workspace.ownership import claim_state

@@ -44,6 +44,7 @@ from builder.memory.history import History
 from builder.memory.intake import CACHES, BrokerConfig, Intake, MemorySettings, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import JobRecord
+from builder.memory.remote import on_pool
 from builder.memory.tuning import TUNING, Tuning
 from builder.util.scratch import private_dir, remove_socket
 
@@ -225,13 +226,14 @@ class Broker:
                     return
                 wire.tell(conn, wire.Queued())  # the launcher bounds its wait for this
                 seen = intake(msg, self.cfg, self.history, self.tuning, self.include_roots)
+                est, where = on_pool(seen.est, msg.dist_slot)  # a remote job: its local part
                 watched = self._watched(msg)
                 with self.cond:
                     self._n += 1
                     job = f"{self._n}:{seen.rel}"
                     self.links[job] = link = _Link(conn)
-                    self._step(Arrived(job, seen.rel, seen.est, seen.threads, seen.link,
-                                       msg.retry, msg.requeued, watched))
+                    self._step(Arrived(job, seen.rel, est, seen.threads, seen.link,
+                                       msg.retry, msg.requeued, watched, where))
                     waited = 0
                     while job not in self.grants and not self._stopped:
                         self.cond.wait(1.0)
@@ -243,7 +245,7 @@ class Broker:
                     grant = self.grants[job]
                     rec = self._record(job)
                 link.grant(wire.Grant(grant.lowmem, grant.alone, self.cfg.lowmem_flags,
-                                      rec.estimate, rec.source))
+                                      rec.estimate, rec.source, rec.where == "remote"))
                 for line in f:
                     got = wire.decode(line)
                     if isinstance(got, wire.Report):

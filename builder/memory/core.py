@@ -49,6 +49,8 @@ class Arrived:
     retry: bool = False  # the retry of a job killed out of memory: runs alone
     rerun: bool = False  # the run again of a job the backstop requeued
     watched: bool = False  # the backstop watches the build cgroup this job runs in
+    #: "remote": it compiles on the distributed pool and is held here at its local part
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ class Scheduler:
                         family=est.family,
                         group="" if est.source.startswith("history") else est.group,
                         speculative=spec, kind="link" if ev.link else "compile",
-                        rerun=ev.rerun, first_estimate=est.peak)
+                        rerun=ev.rerun, first_estimate=est.peak, where=ev.where)
         if rec.group:
             self.estimates[rec.id] = est
         self._order += 1

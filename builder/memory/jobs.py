@@ -51,6 +51,9 @@ class JobRecord:
     family: str = ""  # the umbrella header's group, which learns from every job
     first_estimate: int = 0  # its estimate when it arrived, before learning from siblings
     siblings: int = 0  # how many siblings its learned estimate came from (0: none)
+    #: where it compiled: "" here, "remote" on the distributed pool (``builder build
+    #: --dist``), which then reserved only its local part (:mod:`builder.memory.remote`)
+    where: str = ""
 
     @property
     def groups(self) -> set[str]:

@@ -38,6 +38,7 @@ from pathlib import Path
 from builder.memory import jobgroup, wire
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
+from builder.memory.remote import remote_slots
 from builder.memory.suffixes import SOURCE_SUFFIXES
 from builder.memory.wire import BrokerSilent, Channel, ask
 from builder.util.scratch import private_tmp, remove_orphans
@@ -308,12 +309,20 @@ def main(argv: list[str]) -> int:
     # (run_measured's finally), or it would stay stopped, holding its memory
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit_on)
+    slots, held = remote_slots(argv, kind), -1
     while True:
+        if slots is not None:
+            # a compile through sccache goes to the distributed pool, once a remote slot is
+            # free, when the broker finds its predicted peak fits the pool (remote.py); the
+            # slot is this process's until the next attempt or its exit (the kernel frees it)
+            slots.release(held)
+            held = -1 if retry else slots.acquire()
         group = jobgroup.make()
         try:
             conn, granted = ask(broker, wire.Acquire(
                 file, tuple(argv), os.getcwd(), retry, requeued, kind,
-                str(group.path) if group else "", os.environ.get(jobgroup.ENV, "")))
+                str(group.path) if group else "", os.environ.get(jobgroup.ENV, ""),
+                slots.slot if slots is not None and held >= 0 else 0))
         except OSError as exc:
             if group is not None:
                 group.remove()
@@ -322,8 +331,17 @@ def main(argv: list[str]) -> int:
                       f"{src} without admission control (BUILDER_BROKER_TIMEOUT sets the "
                       f"wait)", file=sys.stderr, flush=True)
             os.execvp(argv[0], argv)  # the broker went away: behave like no launcher
-        cmd = list(argv)
         grant = granted or wire.Grant()  # the broker went away: as without one
+        # not admitted to the pool: the compiler itself, without sccache (which would send
+        # it there all the same)
+        cmd = list(argv if slots is None or grant.remote else argv[1:])
+        if slots is not None and not grant.remote:
+            slots.release(held)  # too heavy for the pool: its slot is another job's
+            held = -1
+        elif slots is not None:
+            # sccache sends the client's environment with a remote job: the build server's
+            # sandbox has no such temporary folder, and ptxas fails there without one
+            os.environ.pop("TMPDIR", None)
         if grant.lowmem:
             # appended last so that they override (-O1 after -O2, -g0 after -g)
             cmd += grant.flags

@@ -43,6 +43,9 @@ class Acquire:
     kind: str = "compile"  # compile | link
     cgroup: str = ""  # the job's own cgroup ("": none)
     build_cgroup: str = ""  # the build's cgroup, which the backstop watches ("": none)
+    #: offered to the distributed pool: the bytes a job may use there (0: not offered;
+    #: :mod:`builder.memory.remote`)
+    dist_slot: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class Grant:
     flags: tuple[str, ...] = ()
     estimate: int = 0
     source: str = ""
+    remote: bool = False  # compile on the distributed pool (through sccache)
 
 
 @dataclass(frozen=True)

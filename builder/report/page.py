@@ -51,6 +51,9 @@ def tu_table(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      "peak": max(int(j.get("peak") or 0) for j in js),
                      "estimate": max(int(j.get("estimate") or 0) for j in js),
                      "source": js[-1].get("source", ""),
+                     # on the distributed pool (`--dist`): its peak there is not measured
+                     # per job, only its servers' (`builder dist status`)
+                     "where": "pool" if any(j.get("where") == "remote" for j in js) else "",
                      "oom": any(j.get("oom") for j in js),
                      "lowmem": any(j.get("lowmem") for j in js)})
     return sorted(rows, key=lambda r: (-r["peak"], -r["total_s"]))
@@ -300,7 +303,8 @@ def render_html(data: dict[str, Any]) -> str:
         f"<td>{_mib(r['estimate'])}</td><td>{html.escape(r['source'])}</td>"
         f"<td>{r['min_s']}</td><td>{r['max_s']}</td><td>{r['avg_s']}</td><td>{r['total_s']}</td>"
         f"<td>{r['percent']}%</td><td>{'OOM ' if r['oom'] else ''}"
-        f"{'low-mem' if r['lowmem'] else ''}</td></tr>" for r in data["tu_table"])
+        f"{'low-mem' if r['lowmem'] else ''}{r.get('where', '')}</td></tr>"
+        for r in data["tu_table"])
     variants = "\n".join(
         f"<tr><td>{html.escape(v['id'])}</td><td>{_outcome(v, data)}</td>"
         f"<td>{html.escape(v.get('reason', ''))}</td></tr>" for v in data["variants"])

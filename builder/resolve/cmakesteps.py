@@ -44,13 +44,14 @@ from builder.resolve.steps import (
 from builder.resolve.system import platform_ref
 from builder.resolve.system import table as system_table
 from builder.resolve.wheelsteps import wheel_steps
+from builder.workspace.paths import Workspace
 
 #: the forecast of a set of jobs, made once: the variants of one source folder (a backend,
 #: build type or Python apart) often ask for the same one, and it is pure
 _forecast = functools.lru_cache(maxsize=256)(simulate)
 
 __all__ = ["cmake_steps", "compiler_cache_env", "conan_args", "conan_options", "cross_target",
-           "install_meta", "memory_prediction", "record_inputs", "switch"]
+           "install_meta", "memory_prediction", "record_inputs", "sccache_env", "switch"]
 
 
 @dataclass(frozen=True)
@@ -329,9 +330,16 @@ def compiler_cache_env(ctx: VariantContext) -> list[tuple[str, str]]:
         if ctx.cache_remote:
             env.append(("CCACHE_REMOTE_STORAGE", ctx.cache_remote))
         return env
-    env = [("SCCACHE_DIR", str(ctx.ws.compiler_cache_dir("sccache"))), ("SCCACHE_BASEDIRS", root)]
-    if ctx.cache_remote:
-        env.append(("SCCACHE_REDIS_ENDPOINT", ctx.cache_remote))
+    return sccache_env(ctx.ws, ctx.cache_remote)
+
+
+def sccache_env(ws: Workspace, cache_remote: str) -> list[tuple[str, str]]:
+    """sccache's settings for a workspace (its server reads them when it starts: the
+    build's own server of ``--dist`` is started with them too)."""
+    env = [("SCCACHE_DIR", str(ws.compiler_cache_dir("sccache"))),
+           ("SCCACHE_BASEDIRS", str(ws.root))]
+    if cache_remote:
+        env.append(("SCCACHE_REDIS_ENDPOINT", cache_remote))
     return env
 
 

@@ -57,6 +57,11 @@ RUNTIME_PASS: dict[str, tuple[str, ...]] = {
     "download": ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY",
                  "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
                  "CONAN_LOGIN_USERNAME*", "CONAN_PASSWORD*"),
+    # `builder build --dist`: sccache's client configuration (it holds the scheduler's
+    # token: a file, never a value here), this build's own sccache server and the pool the
+    # memory launcher admits remote jobs against (builder.pool.client sets them, and
+    # clears them without --dist)
+    "build": ("SCCACHE_CONF", "SCCACHE_SERVER_PORT", "BUILDER_DIST_POOL"),
     # which device a test runs on: the GPU machine's scheduler or the user chooses it
     "test": ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
              "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "NVIDIA_VISIBLE_DEVICES",

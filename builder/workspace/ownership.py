@@ -54,7 +54,7 @@ STATE_NAMES = frozenset({
     "conan", "build", "stage", "install", "kernels", "logs", "host.json", "lock", "sources",
     "wheels", "reports", "memory-history.json", "step-times.json", "last-build.json",
     "kernel-installs.json", "ccache", "sccache", "report.html", "publish", "digests.json",
-    "lockfiles.json", "in-use.json", STATE_MARKER})
+    "lockfiles.json", "in-use.json", "dist", STATE_MARKER})
 #: what a process killed while it made the marker leaves (the writer's temporary file)
 _MARKER_TEMP = re.compile(r"^\.\.builder-state\.tmp\d+$")
 

