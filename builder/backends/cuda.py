@@ -142,6 +142,21 @@ class CudaBackend:
             env["CUDAARCHS"] = ";".join(nums)
         return env
 
+    def compress_modes(self) -> tuple[str, ...]:
+        return tuple(_table()["compress_modes"]["modes"])
+
+    def compress_mode(self, requested: str, host: HostView) -> str:
+        """``nvcc --compress-mode`` exists from CUDA 12.8; builder's default there is
+        ``size`` (data/cuda.json: the smallest fatbins, a little more compile time)."""
+        nvcc = host.tool("nvcc")
+        modes = _table()["compress_modes"]
+        if nvcc is None or Version(_mm(nvcc.version)) < Version(modes["since"]):
+            return ""
+        return requested or str(modes["builder_default"])
+
+    def code_flags(self, mode: str) -> tuple[str, ...]:
+        return (f"--compress-mode={mode}",) if mode else ()
+
     def kernel_formats(self) -> tuple[str, ...]:
         return tuple(_table()["formats"])
 

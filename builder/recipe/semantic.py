@@ -177,6 +177,13 @@ def _check_backend(bname: str, spec: dict[str, Any], system: str, opt_names: set
                   (f" (it is a {owner} one)" if owner else ""),
                   f"move it to backends.{owner}.archs" if owner else
                   "cuda archs look like sm_80, rocm like gfx1030, metal like apple-m1")
+    mode = spec.get("compress_mode")
+    if mode is not None and mode not in be.compress_modes():
+        d.add(("backends", bname, "compress_mode"), f"compress_mode '{mode}': the "
+              f"{be.name} backend has no device-code compression" if not
+              be.compress_modes() else f"'{mode}' is not a {be.name} compress_mode",
+              "remove it (it applies to cuda backends)" if not be.compress_modes() else
+              f"one of: {', '.join(be.compress_modes())}")
     for i, fmt in enumerate(spec.get("formats") or ()):
         if fmt not in be.kernel_formats():
             d.add(("backends", bname, "formats", i), f"'{fmt}' is not a {bname} kernel "
