@@ -264,6 +264,11 @@ def variant_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
                   k.sources if r.tests or r.python.versions else "")
 
 
+#: model fields added after lockfiles existed: pinned only when set, so that a lockfile of
+#: a recipe that does not use them keeps its pins
+_PINNED_WHEN_SET = frozenset({"compress_mode"})
+
+
 @per_object
 def _recipe_pins(r: Recipe) -> dict[str, str]:
     """The digest of each field of the recipe that :func:`pins` records, made once per
@@ -273,7 +278,8 @@ def _recipe_pins(r: Recipe) -> dict[str, str]:
 
     def plain(x: object) -> object:  # every field, those kept out of a repr too
         if is_dataclass(x) and not isinstance(x, type):
-            return {f.name: plain(getattr(x, f.name)) for f in fields(x)}
+            return {f.name: plain(getattr(x, f.name)) for f in fields(x)
+                    if f.name not in _PINNED_WHEN_SET or getattr(x, f.name)}
         return [plain(i) for i in x] if isinstance(x, tuple | list) else x
 
     where = {"file", "display", "digest", "positions", "substituted", "compiler_cache",
