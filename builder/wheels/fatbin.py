@@ -20,7 +20,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-__all__ = ["FATBIN_MAGIC", "Manifest", "drift", "manifest"]
+__all__ = ["FATBIN_MAGIC", "Manifest", "drift", "fatbin_size", "manifest"]
 
 FATBIN_MAGIC = 0xBA55ED50
 _PTX, _ELF = (1,), (2, 16)
@@ -67,6 +67,13 @@ def _section(data: bytes, wanted: str) -> bytes | None:
         if data[start:data.find(b"\0", start)].decode(errors="replace") == wanted:
             return None if sh_type == 8 else data[offset:offset + size]  # 8: NOBITS
     return None
+
+
+def fatbin_size(data: bytes) -> int:
+    """The size of an ELF image's ``.nv_fatbin`` section (0 when it has none): the GPU
+    code it carries, compressed or not."""
+    sec = _section(data, ".nv_fatbin")
+    return len(sec) if sec is not None else 0
 
 
 def manifest(data: bytes) -> Manifest | None:
