@@ -66,7 +66,11 @@ python: {{versions: ["{sys.version_info.major}.{sys.version_info.minor}"], abi: 
 
 
 def _run(argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, check=True, **kw)  # type: ignore[call-overload, no-any-return]
+    done: subprocess.CompletedProcess[str] = subprocess.run(  # type: ignore[call-overload]
+        argv, capture_output=True, text=True, check=False, **kw)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout}{done.stderr}")
+    return done
 
 
 def build(root: Path) -> list[Path]:
@@ -95,7 +99,33 @@ def graft(lean: Path, out: Path) -> Path:
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     _run([auditwheel, "repair", "--plat", "auto", "-w", str(out), str(lean)], env=env)
     [whl] = out.glob("*.whl")
+    _drop_nvidia_requirements(whl)
     return whl
+
+
+def _drop_nvidia_requirements(whl: Path) -> None:
+    """A grafted wheel carries the libraries itself: its METADATA loses the lean wheel's
+    ``Requires-Dist: nvidia-*`` (and RECORD the new digest)."""
+    import base64
+    import hashlib
+
+    with zipfile.ZipFile(whl) as z:
+        items = [(i, z.read(i.filename)) for i in z.infolist()]
+    meta_name = next(i.filename for i, _ in items if i.filename.endswith(".dist-info/METADATA"))
+    meta = "".join(x for x in dict(
+        (i.filename, d) for i, d in items)[meta_name].decode().splitlines(keepends=True)
+        if not x.startswith("Requires-Dist: nvidia-")).encode()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(meta).digest()).rstrip(b"=").decode()
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in items:
+            if info.filename == meta_name:
+                z.writestr(info, meta)
+            elif info.filename.endswith(".dist-info/RECORD"):
+                z.writestr(info, "".join(f"{meta_name},sha256={digest},{len(meta)}\n"
+                                         if x.startswith(meta_name + ",") else x
+                                         for x in data.decode().splitlines(keepends=True)))
+            else:
+                z.writestr(info, data)
 
 
 def _port() -> int:
