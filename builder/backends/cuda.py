@@ -179,6 +179,10 @@ class CudaBackend:
         mm = _mm(nvcc.version)
         row = _toolkit(nvcc.version)
         key = row["version"] if row else mm
+        # the most this toolkit's code can need (its own PTX ISA): the publish step
+        # records what each artifact does need (builder.wheels.driver) and refuses more
+        drivers = sorted(_table()["driver"]["linux"].items(), key=lambda kv: Version(kv[0]))
+        first = next((drv for rel, drv in drivers if Version(rel) >= Version(mm)), "")
         return {"toolchain": f"nvcc {nvcc.version}",
                 "ptx_isa": str(_table()["ptx_isa"].get(key, "")),
-                "min_driver": str(_table()["min_driver"].get(key, ""))}
+                "min_driver": first, "min_driver_cuda": mm}

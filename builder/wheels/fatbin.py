@@ -20,7 +20,8 @@ import re
 import struct
 from dataclasses import dataclass
 
-__all__ = ["FATBIN_MAGIC", "Manifest", "drift", "fatbin_size", "manifest"]
+__all__ = ["FATBIN_MAGIC", "Manifest", "artifact_manifest", "drift", "fatbin_size",
+           "manifest"]
 
 FATBIN_MAGIC = 0xBA55ED50
 _PTX, _ELF = (1,), (2, 16)
@@ -79,8 +80,31 @@ def fatbin_size(data: bytes) -> int:
 def manifest(data: bytes) -> Manifest | None:
     """The GPU code in an ELF image; None when it has no ``.nv_fatbin`` section."""
     sec = _section(data, ".nv_fatbin")
-    if sec is None:
-        return None
+    return None if sec is None else _containers(sec)
+
+
+_PTX_VERSION = re.compile(rb"^\s*\.version\s+(\d+\.\d+)", re.M)
+
+
+def artifact_manifest(data: bytes, fmt: str) -> Manifest | None:
+    """The GPU code of a kernel artifact file: a ``fatbin`` (fat-binary containers), a
+    ``cubin`` (one ELF of SASS, its toolkit in ``.note.nv.tkinfo``) or a ``ptx`` text
+    (its ``.version``); None for another format or a file that is none of these."""
+    if fmt == "fatbin":
+        return _containers(data) if data[:4] == struct.pack("<I", FATBIN_MAGIC) else None
+    if fmt == "cubin" and data[:4] == b"\x7fELF" and len(data) > 8:
+        note = _section(data, ".note.nv.tkinfo")
+        found = _TKINFO.search(note) if note else None
+        return Manifest(toolkits=(found.group(1).decode(),) if found else (),
+                        cubin_abi=(data[8],))
+    if fmt == "ptx":
+        m = _PTX_VERSION.search(data)
+        return Manifest(ptx_isa=(m.group(1).decode(),)) if m else None
+    return None
+
+
+def _containers(sec: bytes) -> Manifest:
+    """The GPU code of fat-binary containers laid end to end (8-aligned)."""
     sass: set[int] = set()
     ptx: set[int] = set()
     isa: set[str] = set()

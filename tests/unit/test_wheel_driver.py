@@ -219,3 +219,31 @@ def test_compress_mode_on_a_backend_without_it_is_a_recipe_error(project: Path) 
     said = err.value.render()
     assert "greet.yaml:13:" in said and "backends.cpu.compress_mode" in said, said
     assert "no device-code compression" in said and "remove it" in said
+
+
+@pytest.mark.parametrize("fmt", ["ptx", "cubin", "fatbin"])
+def test_a_kernel_artifact_records_the_driver_it_needs(tmp_path: Path, fmt: str) -> None:
+    """The publish step replaces the plan's most with what the file itself needs, and
+    refuses a file that needs more than the plan said."""
+    from builder.execute.publishing import artifact_driver
+
+    nvcc = _nvcc()
+    release = _nvcc_version(nvcc)
+    src = tmp_path / "k.cu"
+    src.write_text(KERNEL)
+    out = tmp_path / f"sm_90.{fmt}"
+    target = ["-gencode", "arch=compute_90,code=[sm_90,compute_90]"] if fmt == "fatbin" \
+        else ["-arch=sm_90"]
+    subprocess.run([nvcc, f"-{fmt}", *target, str(src), "-o", str(out)], check=True,
+                   capture_output=True)
+    record: dict[str, object] = {"format": fmt, "min_driver_cuda": release,
+                                 "min_driver": "planned"}
+    assert artifact_driver(record, out) == ""
+    assert record["min_driver_cuda"] == release and record["min_driver"] != "planned"
+    why = record["min_driver_why"]
+    assert isinstance(why, list) and why, record
+    assert ("PTX ISA" in why[0]) if fmt == "ptx" else True
+    assert any("SASS" in w for w in why) if fmt == "cubin" else True
+    older = {"format": fmt, "min_driver_cuda": "11.8"}
+    problem = artifact_driver(older, out)
+    assert problem.startswith("needs a CUDA ") and "newer than the plan's CUDA 11.8" in problem
