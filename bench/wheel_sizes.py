@@ -4,7 +4,9 @@ Prints, for the wheels of a folder (a wheel folder or a ``publish --index-dir`` 
 every ``*.whl`` below it), each wheel's size, its variant label, the CUDA libraries
 grafted into it and what it requires; then the figures recorded on the GPU machine
 (``bench/data/h100-llaisys-wheels.json``, written from ``tests/gpu/prebuilt_gpu.sh``)
-with the lean/grafted and variant/all-arch ratios.
+with the lean/grafted and variant/all-arch ratios, and those measured on the 2-core
+machine by ``bench/wheel_measure.py`` (``bench/data/local-wheels.json``: grafted, lean
+and variant sizes, uv/pip install times from a pypiserver on loopback).
 
     python bench/wheel_sizes.py [FOLDER]
 """
@@ -12,11 +14,13 @@ with the lean/grafted and variant/all-arch ratios.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import zipfile
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data" / "h100-llaisys-wheels.json"
+LOCAL = Path(__file__).resolve().parent / "data" / "local-wheels.json"
 CUDA_LIBS = ("libcudart", "libcublas", "libcufft", "libcurand", "libcusparse", "libcusolver",
              "libnvrtc", "libnvJitLink")
 
@@ -50,6 +54,17 @@ def main() -> int:
             print(f"  variant {label}:        {size / 1e6:8.2f} MB  "
                   f"({100 * size / lean:.0f} % of lean all-arch)")
     print(f"  uv: {d['variants']['uv_installed']}\n  pip: {d['variants']['pip_installed']}")
+    if LOCAL.is_file():
+        loc = json.loads(LOCAL.read_text())
+        sizes = loc["sizes_bytes"]
+        print(f"\nmeasured here ({LOCAL.name}, bench/wheel_measure.py): {loc['what']}")
+        for label, size in sizes.items():
+            print(f"  {label:18s} {size / 1e3:9.1f} kB  "
+                  f"({100 * size / sizes['grafted_all_arch']:.0f} % of grafted)")
+        for kind, times in loc["install_s"].items():
+            for tool, t in times.items():
+                print(f"  install {kind:16s} {tool:3s} median {statistics.median(t):.2f} s "
+                      f"({min(t):.2f}–{max(t):.2f}, {len(t)} runs)")
     return 0
 
 

@@ -137,6 +137,19 @@ class Backend(Protocol):
         and this backend's compiler: ``wrapper`` is the memory-launcher wrapper of the
         backend's tool, ``real`` the tool itself."""
 
+    def compress_modes(self) -> tuple[str, ...]:
+        """The device-code compression modes a recipe may choose
+        (``backends.<name>.compress_mode``); () when the backend has none."""
+
+    def compress_mode(self, requested: str, host: HostView) -> str:
+        """The compression mode a build with the installed toolchain uses: ``requested``
+        (the recipe's, "" for none) or the backend's default where the toolchain has one;
+        "" = no flag.  A requested mode that comes back changed is one the toolchain
+        lacks (the resolver says so)."""
+
+    def code_flags(self, mode: str) -> tuple[str, ...]:
+        """The device-code flags that select compression ``mode`` ("" → none)."""
+
     def kernel_formats(self) -> tuple[str, ...]:
         """Artifact formats a kernel can be compiled to; the first is the default.
         The format is also the file extension."""

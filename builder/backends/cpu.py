@@ -53,6 +53,15 @@ class CpuBackend:
     def build_env(self, archs: tuple[str, ...], wrapper: str, real: str) -> dict[str, str]:
         return {}
 
+    def compress_modes(self) -> tuple[str, ...]:
+        return ()
+
+    def compress_mode(self, requested: str, host: HostView) -> str:
+        return ""
+
+    def code_flags(self, mode: str) -> tuple[str, ...]:
+        return ()
+
     def kernel_formats(self) -> tuple[str, ...]:
         return ()
 

@@ -142,6 +142,21 @@ class CudaBackend:
             env["CUDAARCHS"] = ";".join(nums)
         return env
 
+    def compress_modes(self) -> tuple[str, ...]:
+        return tuple(_table()["compress_modes"]["modes"])
+
+    def compress_mode(self, requested: str, host: HostView) -> str:
+        """``nvcc --compress-mode`` exists from CUDA 12.8; builder's default there is
+        ``size`` (data/cuda.json: the smallest fatbins, a little more compile time)."""
+        nvcc = host.tool("nvcc")
+        modes = _table()["compress_modes"]
+        if nvcc is None or Version(_mm(nvcc.version)) < Version(modes["since"]):
+            return ""
+        return requested or str(modes["builder_default"])
+
+    def code_flags(self, mode: str) -> tuple[str, ...]:
+        return (f"--compress-mode={mode}",) if mode else ()
+
     def kernel_formats(self) -> tuple[str, ...]:
         return tuple(_table()["formats"])
 
@@ -164,6 +179,10 @@ class CudaBackend:
         mm = _mm(nvcc.version)
         row = _toolkit(nvcc.version)
         key = row["version"] if row else mm
+        # the most this toolkit's code can need (its own PTX ISA): the publish step
+        # records what each artifact does need (builder.wheels.driver) and refuses more
+        drivers = sorted(_table()["driver"]["linux"].items(), key=lambda kv: Version(kv[0]))
+        first = next((drv for rel, drv in drivers if Version(rel) >= Version(mm)), "")
         return {"toolchain": f"nvcc {nvcc.version}",
                 "ptx_isa": str(_table()["ptx_isa"].get(key, "")),
-                "min_driver": str(_table()["min_driver"].get(key, ""))}
+                "min_driver": first, "min_driver_cuda": mm}

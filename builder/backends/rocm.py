@@ -114,6 +114,15 @@ class RocmBackend:
         return {"PYTORCH_ROCM_ARCH": ";".join(archs), "HIPARCHS": ";".join(archs),
                 "HIP_PLATFORM": "amd"} if archs else {"HIP_PLATFORM": "amd"}
 
+    def compress_modes(self) -> tuple[str, ...]:
+        return ()
+
+    def compress_mode(self, requested: str, host: HostView) -> str:
+        return ""
+
+    def code_flags(self, mode: str) -> tuple[str, ...]:
+        return ()
+
     def kernel_formats(self) -> tuple[str, ...]:
         return (str(_table()["ext"]),)
 

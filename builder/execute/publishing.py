@@ -16,7 +16,7 @@ from builder.plan.payloads import PublishInstall, PublishKernels, RecordInputs
 from builder.util import writer
 from builder.util.files import atomic_write, file_list, file_sha256, link_list, replace_dir
 
-__all__ = ["publish_install", "publish_kernels"]
+__all__ = ["artifact_driver", "publish_install", "publish_kernels"]
 
 
 def publish_install(ex: StepHost, step: Step) -> None:
@@ -63,6 +63,12 @@ def publish_kernels(ex: StepHost, step: Step) -> None:
             m = re.search(rb"^\.version\s+(\d+\.\d+)", dest.read_bytes(), re.M)
             if m:
                 record["ptx_isa"] = m.group(1).decode()
+        problem = artifact_driver(record, dest)
+        if problem:
+            raise StepFailed(step.id, [], 1, str(ex.log_path(step)), [],
+                             f"{a['path']}: {problem}; the plan said the toolkit's "
+                             f"CUDA {a.get('min_driver_cuda')} at most — was it built by "
+                             f"another nvcc, or with other flags?")
         records.append(record)
     manifest = {"key": step.inputs_hash, "variant": step.variant, "artifacts": records,
                 **({"variant_key": pub.variant_key} if pub.variant_key else {}),
@@ -76,6 +82,26 @@ def publish_kernels(ex: StepHost, step: Step) -> None:
     registry = ownership.registered_trees(ex.ws.state)
     registry[str(tree)] = step.inputs_hash
     atomic_write(registry_path, json.dumps(registry, indent=2, sort_keys=True))
+
+
+def artifact_driver(record: dict[str, object], dest: Path) -> str:
+    """Set the record's ``min_driver`` (and ``min_driver_cuda``, ``min_driver_why``) to
+    what the artifact itself needs (builder.wheels.driver), in place of the plan's most;
+    returns why it needs more than the plan said ("" when it does not)."""
+    from builder.wheels.driver import MinimumDriver, exceeds, implied
+    from builder.wheels.fatbin import artifact_manifest
+
+    found = artifact_manifest(dest.read_bytes(), str(record.get("format", "")))
+    try:
+        need = implied(found) if found is not None else None
+    except ValueError as exc:
+        return str(exc)
+    if need is None:
+        return ""
+    planned = str(record.get("min_driver_cuda", ""))
+    record.update(min_driver=need.linux, min_driver_cuda=need.cuda,
+                  min_driver_why=list(need.why))
+    return exceeds(need, MinimumDriver(planned, "")) if planned else ""
 
 
 def _record(ex: StepHost, spec: RecordInputs) -> dict[str, object] | None:

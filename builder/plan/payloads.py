@@ -191,6 +191,14 @@ class WheelBuild:
     variant_properties: tuple[str, ...] = ()
     #: the GPU archs the binaries must carry code for (their fatbin manifest is checked)
     gpu_archs: tuple[str, ...] = ()
+    #: the device-code compression the build uses (``nvcc --compress-mode``; "" = none)
+    compress_mode: str = ""
+    #: the most driver the binaries may need (builder.wheels.driver.planned): the CUDA
+    #: release it must support, its first Linux driver, and why; a binary that needs a
+    #: newer one fails the wheel's check
+    min_driver: str = ""
+    min_driver_linux: str = ""
+    min_driver_why: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,11 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
         if w.gpu_archs:
             lines.append(f"          its CUDA binaries must carry SASS for exactly "
                          f"{', '.join(w.gpu_archs)} (read from .nv_fatbin when sealed)")
+        if w.min_driver:
+            linux = f" (Linux ≥ {w.min_driver_linux})" if w.min_driver_linux else ""
+            lines.append(f"          minimum driver: CUDA {w.min_driver}{linux} at most — "
+                         f"{'; '.join(w.min_driver_why)}; compress mode "
+                         f"{w.compress_mode or 'none (nvcc has no --compress-mode)'}")
         lines.append("          sealed: symbol versions vs its tag, an SBOM of every .so "
                      "(.dist-info/sboms/builder.cdx.json)")
     if show_commands:

@@ -134,6 +134,9 @@ class BackendSpec:
     # resolve.model_digest adds them when they are set.
     kind: str = field(default="", repr=False)  # "" = the name is the registry backend
     target: str = field(default="", repr=False)  # "" = the host's platform
+    #: device-code compression (``nvcc --compress-mode``); "" = the backend's default.
+    #: Out of the repr like ``kind``; resolve.model_digest adds it when it is set
+    compress_mode: str = field(default="", repr=False)
 
     @property
     def backend_kind(self) -> str:

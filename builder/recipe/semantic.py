@@ -36,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 
 from builder import backends as backend_registry
 from builder.backends.platforms import names as target_names
+from builder.recipe.devicecode import check_device_code
 from builder.recipe.diags import Diags, did_you_mean
 from builder.recipe.giturl import git_url_problems
 from builder.recipe.misplaced import misplaced_keys
@@ -177,10 +178,8 @@ def _check_backend(bname: str, spec: dict[str, Any], system: str, opt_names: set
                   (f" (it is a {owner} one)" if owner else ""),
                   f"move it to backends.{owner}.archs" if owner else
                   "cuda archs look like sm_80, rocm like gfx1030, metal like apple-m1")
-    for i, fmt in enumerate(spec.get("formats") or ()):
-        if fmt not in be.kernel_formats():
-            d.add(("backends", bname, "formats", i), f"'{fmt}' is not a {bname} kernel "
-                  f"format", f"{bname} formats: {', '.join(be.kernel_formats()) or 'none'}")
+    check_device_code(bname, spec, be, d)
+
 
 
 def _check_requires(data: dict[str, Any], options: dict[str, Any], d: Diags) -> None:

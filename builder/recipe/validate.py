@@ -312,7 +312,8 @@ def _backend(name: str, spec: dict[str, Any]) -> m.BackendSpec:
         archs=tuple(spec.get("archs") or ()), os=tuple(spec.get("os") or ()),
         flags=_layers(spec.get("flags")), defines=_defines(spec.get("defines")),
         formats=tuple(spec.get("formats") or ()), archs_option=spec.get("archs_option", ""),
-        kind=spec.get("kind", ""), target=spec.get("target", ""))
+        kind=spec.get("kind", ""), target=spec.get("target", ""),
+        compress_mode=spec.get("compress_mode", ""))
 
 
 def _memory(mem: dict[str, Any]) -> m.Memory:

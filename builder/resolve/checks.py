@@ -192,6 +192,14 @@ def platform_problems(spec: BackendSpec, be: Backend, host: HostFacts
     unavailable = be.host_unavailable(host)
     if unavailable:
         problems.append((unavailable.reason, unavailable.fix))
+    elif spec.compress_mode and be.compress_mode(spec.compress_mode, host) != \
+            spec.compress_mode:
+        tool = host.tool(be.tool) if be.tool else None
+        problems.append((f"{backend}: compress_mode {spec.compress_mode} needs a toolchain "
+                         f"with device-code compression modes ({be.tool} "
+                         f"{tool.version if tool else '?'} has none)",
+                         f"remove backends.{backend}.compress_mode, or use a newer {be.tool} "
+                         f"(nvcc: CUDA 12.8 or later)"))
     if spec.os and host.os not in spec.os:
         problems.append((f"{backend}: this recipe builds {backend} on "
                          f"{', '.join(spec.os)} only", f"use a {spec.os[0]} host"))

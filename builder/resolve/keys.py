@@ -51,7 +51,8 @@ compile key                ``name``, ``version``, ``sources`` (their content dig
                            configure_args), ``build_types`` (the variant's build type),
                            ``enabled_by``, ``targets``, ``cxx_standard``, ``options``
                            (declarations and the values), ``backends`` (tools, archs, os,
-                           flags, defines, formats, archs_option, kind, target),
+                           flags, defines, formats, archs_option, kind, target,
+                           compress_mode — and the device-code flags it selects),
                            ``flags``, ``defines``, ``memory`` (unity/PCH change the
                            compile; the rest is kept on this side too), ``requires``
                            (recipes — through their compile keys —, conan pins, system,
@@ -118,7 +119,9 @@ def model_digest(recipe: Recipe) -> str:
     # named backends' kind and target are kept out of the repr (so that recipes without
     # them keep their keys) and added here
     named = [(b.name, b.kind, b.target) for b in recipe.backends if b.kind or b.target]
+    compress = [(b.name, b.compress_mode) for b in recipe.backends if b.compress_mode]
     return hashlib.sha256((repr(core) + (repr(named) if named else "") +
+                           (repr(compress) if compress else "") +
                            _later_fields(recipe)).encode()).hexdigest()
 
 
@@ -222,6 +225,9 @@ class KeyInputs:
     py_reqs: tuple[tuple[str, str], ...] = ()
     #: toolchain(): each tool's identity by content
     toolchain: tuple[tuple[str, str], ...] = ()
+    #: the flags builder adds to the device code (``--compress-mode=size``): its default
+    #: changes with the toolchain, so the flags themselves are keyed (when there are any)
+    code_flags: tuple[str, ...] = ()
 
 
 def config_key(k: KeyInputs) -> str:
@@ -233,7 +239,8 @@ def config_key(k: KeyInputs) -> str:
                   k.build_type, list(k.archs),
                   sorted((n, option_text(v)) for n, v in k.options.items()),
                   k.python and (k.py_info.full if k.py_info else k.python), k.tools, k.deps,
-                  k.env, k.py_reqs, list(k.toolchain))
+                  k.env, k.py_reqs, list(k.toolchain),
+                  *([list(k.code_flags)] if k.code_flags else []))
 
 
 def compile_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
@@ -257,6 +264,11 @@ def variant_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
                   k.sources if r.tests or r.python.versions else "")
 
 
+#: model fields added after lockfiles existed: pinned only when set, so that a lockfile of
+#: a recipe that does not use them keeps its pins
+_PINNED_WHEN_SET = frozenset({"compress_mode"})
+
+
 @per_object
 def _recipe_pins(r: Recipe) -> dict[str, str]:
     """The digest of each field of the recipe that :func:`pins` records, made once per
@@ -266,7 +278,8 @@ def _recipe_pins(r: Recipe) -> dict[str, str]:
 
     def plain(x: object) -> object:  # every field, those kept out of a repr too
         if is_dataclass(x) and not isinstance(x, type):
-            return {f.name: plain(getattr(x, f.name)) for f in fields(x)}
+            return {f.name: plain(getattr(x, f.name)) for f in fields(x)
+                    if f.name not in _PINNED_WHEN_SET or getattr(x, f.name)}
         return [plain(i) for i in x] if isinstance(x, tuple | list) else x
 
     where = {"file", "display", "digest", "positions", "substituted", "compiler_cache",

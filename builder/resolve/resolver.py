@@ -256,7 +256,8 @@ class _Resolution:
                                       backend=spec.name)),
             py_reqs=tuple(keys.python_requirements(recipe, host.python(found.python)
                                                    if found.python else None)),
-            toolchain=keys.toolchain(host, be, found.platform, recipe.build_system))
+            toolchain=keys.toolchain(host, be, found.platform, recipe.build_system),
+            code_flags=be.code_flags(be.compress_mode(spec.compress_mode, host)))
 
     def _variant(self, k: keys.KeyInputs, found: _Feasibility, deps: list[Variant],
                  vnotes: list[str], arch: str = "") -> Variant:

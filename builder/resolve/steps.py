@@ -92,11 +92,25 @@ class VariantContext:
     compiled: bool = False
 
     def flags(self) -> FlagSet:
-        """The recipe's flags for the build type, then the backend's, layered."""
+        """The recipe's flags for the build type, then the backend's, layered; then the
+        device-code flags builder adds (``--compress-mode``), so that every build system
+        (CMake, Python, xmake, kernels) compiles with them."""
         spec = self.recipe.backend(self.variant.backend)
         bt = self.variant.build_type
         own = self.recipe.flags.for_build_type(bt)
-        return own + spec.flags.for_build_type(bt) if spec else own
+        if spec is None:
+            return own
+        be = registry.get(spec.backend_kind)
+        added = be.code_flags(self.compress_mode())
+        extra = FlagSet(**{be.flags_lang: added}) if added and be.flags_lang else FlagSet()
+        return own + spec.flags.for_build_type(bt) + extra
+
+    def compress_mode(self) -> str:
+        """The device-code compression the variant's build uses ("" = no flag)."""
+        spec = self.recipe.backend(self.variant.backend)
+        if spec is None:
+            return ""
+        return registry.get(spec.backend_kind).compress_mode(spec.compress_mode, self.host)
 
     @property
     def kind(self) -> str:

@@ -13,6 +13,7 @@ from builder.plan.model import BUILD, CACHED, Step
 from builder.plan.payloads import WheelBuild
 from builder.recipe.model import digest
 from builder.resolve.steps import VariantContext, passed, tool, variant_status
+from builder.wheels.driver import planned as planned_driver
 from builder.wheels.metadata import WheelPlan, plan_wheel
 from builder.wheels.runtime import exclusions as runtime_exclusions
 from builder.wheels.variants import label as variant_label
@@ -33,10 +34,12 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
     if not r.python.versions and not from_wheel:
         return []
     wp = plan_wheel_of(ctx, native)
+    mode = ctx.compress_mode() if wp.toolkit else ""
+    driver = planned_driver(wp.toolkit, mode) if wp.toolkit else None
     label, props = "", tuple[str, ...]()
-    if ctx.wheel_variant and wp.toolkit:
+    if ctx.wheel_variant and wp.toolkit and driver:
         label = variant_label(wp.toolkit, ctx.wheel_variant)
-        props = variant_properties(wp.toolkit, ctx.wheel_variant)
+        props = variant_properties(wp.toolkit, ctx.wheel_variant, driver.cuda)
         wp = replace(wp, variant=label)
     # in the compile key's folder (it goes with the install, and a remote's package
     # holds it); made with this variant key (or before the install was published with it)
@@ -64,7 +67,10 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
                      keywords=tuple(wp.keywords), from_wheel=from_wheel,
                      toolkit=wp.toolkit, provenance=provenance(ctx),
                      variant_label=label, variant_properties=props,
-                     gpu_archs=v.archs if wp.toolkit else (),
+                     gpu_archs=v.archs if wp.toolkit else (), compress_mode=mode,
+                     min_driver=driver.cuda if driver else "",
+                     min_driver_linux=driver.linux if driver else "",
+                     min_driver_why=driver.why if driver else (),
                      patchelf=tool(ctx.host, "patchelf", "patchelf") if commands else ""))]
 
 

@@ -13,6 +13,9 @@ the symbol or line at fault:
 * **GPU code** — every CUDA binary of the package (not the libraries auditwheel grafted)
   carries SASS for exactly the recipe's archs and PTX for none other
   (:mod:`builder.wheels.fatbin`): a build flag that adds or drops an arch is a drift;
+* **minimum driver** — no CUDA binary of the package needs a newer driver than the plan
+  stated (:mod:`builder.wheels.driver`: its PTX ISA, its toolkit, its fatbin codec): a
+  PTX from another toolkit or a codec the plan did not choose is a drift;
 * **SBOM coverage** — every shared object in the wheel is in its SBOM with the sha256
   of its bytes.
 """
@@ -26,13 +29,14 @@ from functools import cache
 from typing import Any
 
 from builder.wheels.build import Member
+from builder.wheels.driver import MinimumDriver, exceeds, implied
 from builder.wheels.elf import is_elf, needed_in
 from builder.wheels.fatbin import drift, manifest
 from builder.wheels.metadata import TORCH_SONAMES
 from builder.wheels.sbom import shared_objects
 
-__all__ = ["check_abi3", "check_gpu_code", "check_sbom", "check_symbols", "check_torch_pin",
-           "gpu_code", "symbol_versions"]
+__all__ = ["check_abi3", "check_driver", "check_gpu_code", "check_sbom", "check_symbols",
+           "check_torch_pin", "drivers", "gpu_code", "symbol_versions"]
 
 _LIB = {"GLIBC": "libc", "GLIBCXX": "libstdc++", "CXXABI": "libstdc++", "GCC": "libgcc_s"}
 
@@ -114,13 +118,46 @@ def check_sbom(members: list[Member], sbom: str) -> list[str]:
 
 
 def gpu_code(members: list[Member]) -> dict[str, str]:
-    """The GPU code manifest of each ELF member that has one."""
+    """The GPU code manifest of each ELF member that has one, with the minimum driver it
+    implies."""
     out = {}
     for rel, data, _ in members:
         found = manifest(data) if is_elf(data) else None
         if found is not None:
-            out[rel] = found.describe()
+            try:
+                need = implied(found)
+            except ValueError:
+                need = None
+            out[rel] = found.describe() + (f"; minimum driver {need.describe()}"
+                                           if need else "")
     return out
+
+
+def drivers(members: list[Member]) -> dict[str, MinimumDriver]:
+    """The minimum driver each ELF member with GPU code needs (grafted libraries too:
+    the user's driver must load them as well); raises ValueError for a PTX ISA
+    builder's table does not know."""
+    out = {}
+    for rel, data, _ in members:
+        found = manifest(data) if is_elf(data) else None
+        need = implied(found) if found is not None else None
+        if need is not None:
+            out[rel] = need
+    return out
+
+
+def check_driver(members: list[Member], promised: MinimumDriver | None) -> list[str]:
+    """The package's CUDA binaries (not the libraries auditwheel grafted) that need a
+    newer driver than the plan stated."""
+    if promised is None:
+        return []
+    try:
+        found = drivers(members)
+    except ValueError as exc:
+        return [str(exc)]
+    return [f"{rel}: {why} (found {need.describe()}; the plan said "
+            f"{promised.describe()})" for rel, need in sorted(found.items())
+            if not rel.split("/")[0].endswith(".libs") and (why := exceeds(need, promised))]
 
 
 def check_gpu_code(members: list[Member], archs: tuple[str, ...]) -> list[str]:

@@ -28,14 +28,17 @@ from builder.wheels.build import (
     tree_files,
     write_wheel,
 )
+from builder.wheels.driver import MinimumDriver, newest
 from builder.wheels.elf import is_elf, needed, needed_in
 from builder.wheels.metadata import TORCH_SONAMES, torch_pin
 from builder.wheels.sbom import SBOM_NAME, sbom_json, shared_objects
 
-__all__ = ["RAW", "REPAIRED", "explain", "find", "finish", "links_torch", "needed", "seal",
-           "write_raw"]
+__all__ = ["BUILDER_JSON", "RAW", "REPAIRED", "explain", "find", "finish", "links_torch",
+           "needed", "promised", "seal", "write_raw"]
 
 RAW = ".raw"  # below the wheel folder: the wheel as written, before repair
+#: under ``<dist-info>/``: what builder knows of the wheel's GPU code (:func:`seal`)
+BUILDER_JSON = "builder.json"
 REPAIRED = ".repaired"  # auditwheel's output folder
 
 
@@ -161,7 +164,7 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     made = sorted(src.glob("*.whl"))
     if len(made) != 1:
         raise ValueError(f"expected one wheel in {src}, found {len(made)}")
-    seal(made[0], w.provenance, w.gpu_archs)
+    seal(made[0], w.provenance, w.gpu_archs, promised(w), w.compress_mode)
     dist = w.name.replace("-", "_").lower() + "-"
     for old in folder.glob("*.whl"):
         if old.name.lower().startswith(dist):
@@ -175,20 +178,52 @@ def finish(w: WheelBuild, repaired: bool) -> Path:
     return final
 
 
+def promised(w: WheelBuild) -> MinimumDriver | None:
+    """The minimum driver the plan stated for the wheel's binaries (None: not CUDA)."""
+    return MinimumDriver(w.min_driver, w.min_driver_linux, w.min_driver_why) \
+        if w.min_driver else None
+
+
+def _gpu_record(members: list[Member], planned: MinimumDriver | None,
+                compress_mode: str) -> str:
+    """``<dist-info>/builder.json``: the minimum driver the wheel's binaries need (the
+    newest of theirs), what the plan stated, the compression mode, and each CUDA
+    binary's code and driver; "" when the wheel has no GPU code."""
+    import json
+
+    per_file = checks.drivers(members)
+    if not per_file:
+        return ""
+    code = checks.gpu_code(members)
+    overall = newest(list(per_file.values()))
+    assert overall is not None
+    doc = {"gpu": {
+        "minimum_driver": overall.to_json(),
+        **({"planned_driver": planned.to_json()} if planned else {}),
+        **({"compress_mode": compress_mode} if compress_mode else {}),
+        "binaries": {rel: {"code": code.get(rel, ""), "minimum_driver": need.to_json()}
+                     for rel, need in sorted(per_file.items())}}}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
 def seal(whl: Path, provenance: tuple[tuple[str, str, str, str], ...] = (),
-         gpu_archs: tuple[str, ...] = ()) -> list[str]:
+         gpu_archs: tuple[str, ...] = (), planned: MinimumDriver | None = None,
+         compress_mode: str = "") -> list[str]:
     """Check a finished wheel (:mod:`builder.wheels.checks`) and add its SBOM
-    (:mod:`builder.wheels.sbom`), rewriting it in place; raises ValueError naming every
+    (:mod:`builder.wheels.sbom`) and, for GPU code, ``<dist-info>/builder.json`` with
+    the minimum driver it needs, rewriting it in place; raises ValueError naming every
     file and symbol at fault.  Returns the SBOM's shared objects (for the log)."""
     dist, version, tag = whl.name[:-len(".whl")].split("-", 2)
     info = f"{dist}-{version}.dist-info"
-    members = [m for m in read_wheel(whl) if m[0] != f"{info}/sboms/{SBOM_NAME}"]
+    members = [m for m in read_wheel(whl)
+               if m[0] not in (f"{info}/sboms/{SBOM_NAME}", f"{info}/{BUILDER_JSON}")]
     meta = next((d.decode("utf-8") for r, d, _ in members if r == f"{info}/METADATA"), "")
     name = next((x.split(":", 1)[1].strip() for x in meta.splitlines()
                  if x.startswith("Name:")), dist)
     platforms = tag.split("-")[-1].split(".")
     problems = checks.check_symbols(members, platforms) + \
-        checks.check_torch_pin(members, meta) + checks.check_gpu_code(members, gpu_archs)
+        checks.check_torch_pin(members, meta) + checks.check_gpu_code(members, gpu_archs) + \
+        checks.check_driver(members, planned)
     py_tag, abi_tag = tag.split("-")[:2]
     if abi_tag == "abi3":
         problems += checks.check_abi3(members, py_tag)
@@ -197,13 +232,18 @@ def seal(whl: Path, provenance: tuple[tuple[str, str, str, str], ...] = (),
                          "\n  fix: build with an older toolchain (a manylinux container) for "
                          "symbol versions; a torch extension needs torch in the build "
                          "interpreter for its pin; GPU code must match backends.<name>.archs "
-                         "(a flag adding -gencode/-arch in the project drifts from it); an "
+                         "(a flag adding -gencode/-arch in the project drifts from it); a "
+                         "binary needing a newer driver than planned was built with another "
+                         "toolkit or compression (backends.<name>.compress_mode); an "
                          "abi3 extension must keep to the limited API of python.limited_api")
     text = sbom_json(name, version, members, provenance, checks.gpu_code(members))
     missing = checks.check_sbom(members, text)
     if missing:  # the SBOM writer and the wheel disagree: never ship that
         raise ValueError(f"{whl.name}: SBOM incomplete:\n  " + "\n  ".join(missing))
     members.append((f"{info}/sboms/{SBOM_NAME}", text.encode("utf-8"), 0o644))
+    record = _gpu_record(members, planned, compress_mode)
+    if record:
+        members.append((f"{info}/{BUILDER_JSON}", record.encode("utf-8"), 0o644))
     tmp = whl.parent / ".sealed"
     writer.remove(tmp)
     try:

@@ -11,8 +11,9 @@ Terms:
 * **properties** — what the installer's NVIDIA provider compares with the machine:
   ``nvidia :: sm_arch :: 90_real`` (SASS for compute capability 9.0; the provider
   accepts it on any 9.x GPU, and an 8.0 build on 8.6 or 8.9, as CUDA does) and the
-  driver's CUDA version bounds ``cuda_version_lower_bound`` (the toolkit's
-  major.minor: a driver older than the toolkit cannot load its code) and
+  driver's CUDA version bounds ``cuda_version_lower_bound`` (the minimum driver the
+  plan states, :mod:`builder.wheels.driver`: the toolkit's major.minor, since its PTX
+  needs that driver) and
   ``cuda_version_upper_bound`` (the next major, excluded).
 * **variant.json** — the wheel's ``*.dist-info/variant.json`` with those properties and
   the provider declaration (``builder/resources/nvidia_wheels.json``); the index's
@@ -52,11 +53,13 @@ def label(toolkit: str, arch: str) -> str:
     return f"cu{toolkit.split('.', maxsplit=1)[0]}_{arch.replace('_', '')}"
 
 
-def properties(toolkit: str, arch: str) -> tuple[str, ...]:
-    """The variant properties of a build of ``arch`` with CUDA ``toolkit``."""
+def properties(toolkit: str, arch: str, lower: str = "") -> tuple[str, ...]:
+    """The variant properties of a build of ``arch`` with CUDA ``toolkit``; ``lower``: the
+    CUDA release of the minimum driver the plan states (builder.wheels.driver), else
+    the toolkit's major.minor."""
     major, minor = [*toolkit.split("."), "0"][:2]
     ns = str(_provider()["namespace"])
-    return (f"{ns} :: cuda_version_lower_bound :: {major}.{minor}",
+    return (f"{ns} :: cuda_version_lower_bound :: {lower or f'{major}.{minor}'}",
             f"{ns} :: cuda_version_upper_bound :: {int(major) + 1}",
             f"{ns} :: sm_arch :: {_cc(arch)}_real")
 

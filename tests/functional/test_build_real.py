@@ -133,6 +133,8 @@ def test_per_arch_kernel_cache(project: Path, cli, tmp_path: Path) -> None:  # t
     manifest = json.loads((tree / "manifest.json").read_text())
     a = manifest["artifacts"][0]
     assert a["toolchain"].startswith("nvcc ") and a["ptx_isa"] and a["min_driver"]
+    # the driver the PTX itself needs (its .version), read at publish time
+    assert a["min_driver_cuda"] and a["min_driver_why"] == [f"PTX ISA {a['ptx_isa']}"], a
     assert a["sha256"] == file_sha256(tree / a["path"])
 
     recipe = project / "recipes" / "kern.yaml"

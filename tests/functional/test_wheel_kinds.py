@@ -113,6 +113,11 @@ python: {{versions: ["{PY}"], abi: none}}
         # (after auditwheel and the RPATH change)
         shipped = {n: hashlib.sha256(z.read(n)).hexdigest() for n in names
                    if z.read(n)[:4] == b"\x7fELF"}
+        gpu = json.loads(z.read("lean_cu13-0.1.0.dist-info/builder.json"))["gpu"]
+    # the minimum driver its binary needs, read from its fatbin, within what the plan said
+    assert gpu["minimum_driver"]["cuda"] == gpu["planned_driver"]["cuda"] == "13.0", gpu
+    assert gpu["minimum_driver"]["linux"] == "580.65.06" and gpu["compress_mode"] == "size"
+    assert "compressed (zstd)" in gpu["binaries"]["lean/liblean.so"]["code"], gpu
     listed = {c["name"]: c["hashes"][0]["content"] for c in sbom["components"]
               if c.get("type") == "file"}
     assert shipped and listed == shipped, (listed, shipped)

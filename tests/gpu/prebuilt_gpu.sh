@@ -148,6 +148,19 @@ b publish llaisys --backend cuda --wheel-variants --index-dir "$site" 2>&1 \
   | tee "$out/variants-publish.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || exit 1
 ls -l "$site/simple/llaisys-cu13" | tee "$out/variants-sizes.txt"
+# builder's Python reading of the fatbins (SASS, PTX, PTX ISA, compression) against
+# cuobjdump's, on every .so of the published wheels, and its minimum-driver record
+BUILDER_GPU_WHEELS="$site" python3 -m pytest -q -p no:cacheprovider \
+  tests/gpu/test_fatbin_cuobjdump.py 2>&1 | tee "$out/cuobjdump-crosscheck.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "builder's fatbin reading disagrees with cuobjdump"; exit 1; }
+python3 - "$site" <<'EOF2' | tee "$out/min-driver.txt"
+import json, pathlib, sys, zipfile
+for whl in sorted(pathlib.Path(sys.argv[1]).rglob("*.whl")):
+    z = zipfile.ZipFile(whl)
+    doc = json.loads(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/builder.json"))))
+    print(whl.name, json.dumps(doc["gpu"]["minimum_driver"]))
+EOF2
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "a wheel lacks its builder.json minimum driver"; exit 1; }
 vport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 -m http.server "$vport" --bind 127.0.0.1 --directory "$site" > "$out/http.log" 2>&1 &
 http=$!

@@ -87,6 +87,7 @@ MAPPING: dict[str, str] = {
     "backends.*.archs_option": "Recipe.backends[].archs_option",
     "backends.*.os": "Recipe.backends[].os",
     "backends.*.formats": "Recipe.backends[].formats",
+    "backends.*.compress_mode": "Recipe.backends[].compress_mode",
     **_flag_paths("backends.*.flags", "Recipe.backends[].flags"),
     "backends.*.defines.*": "Recipe.backends[].defines",
     **_flag_paths("flags", "Recipe.flags"),
@@ -405,7 +406,8 @@ MAXIMAL: dict[str, Any] = {
     "backends": {
         "cuda": {"tools": {"nvcc": ">=12.345"}, "archs": ["sm_86", "sm_90a"],
                  "archs_option": "sentinel_archs", "os": ["macos", "windows"],
-                 "formats": ["cubin", "fatbin"], "flags": _flags("be"),
+                 "formats": ["cubin", "fatbin"], "compress_mode": "balance",
+                 "flags": _flags("be"),
                  "defines": {"SENTINEL_BE_STR": "sentinel_be_value", "SENTINEL_BE_BOOL": False,
                              "SENTINEL_BE_INT": 31337}},
         "sentinelarm": {"kind": "cpu", "target": "linux-armv8"},
