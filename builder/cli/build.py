@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.cli.planning import make_plan
+from builder.cli.rounds import Rounds
 from builder.errors import Interrupted, PlanError, UsageError
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
 from builder.plan.payloads import PublishKernels, WheelBuild
@@ -66,6 +67,7 @@ def _check_budget(plan: BuildPlan, args: argparse.Namespace) -> None:
 
 def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = None) -> int:
     from builder.errors import DownloadFailed
+    from builder.execute.executor import needs_work
     from builder.workspace.lock import workspace_lock
 
     t0 = time.monotonic()
@@ -87,9 +89,11 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         if repaired:
             print(f"note: {repaired}", file=sys.stderr)
         unusable: frozenset[str] = frozenset()
+        rounds = Rounds()
         while True:
             plan, named = make_plan(args, ws, plan_all=False, unusable=unusable,
                                    check_sources=True)
+            rounds.said(plan)
             _check_requested(plan, args, named)
             if args.lockfile is not None:
                 from builder.workspace.pins import check
@@ -104,16 +108,24 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             preflight([(s.kind, s.payload.tree) for s in plan.steps
                        if isinstance(s.payload, PublishKernels) and s.status == BUILD],
                       ws.state)
-            ran = _execute(args, ws, plan, runner, t0)
+            now, waiting = rounds.split(plan)
+            if rounds.summary is not None and not needs_work(now):
+                summary, ex = rounds.summary, rounds.ex  # what waited is up to date
+                break
+            ran = _execute(args, ws, now, runner, t0)
             if ran is None:
                 return 0
-            summary, ex = ran
+            summary, ex = rounds.add(*ran)
+            if waiting and summary.ok:  # planned again, with what was just built
+                continue
             # A download that came back corrupted (already removed) is rebuilt; one that
             # failed because the remote is down is rebuilt with --remote-optional.
             retry = frozenset(f.key for f in summary.failed if isinstance(f, DownloadFailed)
                               and (f.corrupt or args.remote_optional)) - unusable
             if not retry or len(retry) < sum(1 for f in summary.failed):
+                summary.aborted += [s.id for s in plan.steps if s.variant in waiting]
                 break
+            rounds.retried()
             for f in summary.failed:
                 print(f"note: {f.step_id}: {f.explanation}; building it here instead",
                       file=sys.stderr)
@@ -132,13 +144,15 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         print(f"memory: {line}")
     _print_wheels(plan)
     _print_branch_pins(plan, ws)
+    for line in rounds.cutoffs:
+        print(line)
     for sid, counts in ex.test_counts.items():  # a test that ran nothing is no pass
         print(f"tests: {sid}: {counts.text() if counts else 'ran (no count in its output)'}")
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.failed)} failed, {len(summary.aborted)} not run" +
           (f", {len(summary.oom)} compile(s) killed out of memory" if summary.oom else "") +
-          f" — {summary.seconds:.1f}s; {_variant_results(plan, summary)}")
+          f" — {summary.seconds:.1f}s; {_variant_results(plan, summary, rounds.built)}")
     _print_outputs(plan, summary)
     if not summary.ok:
         return 1
@@ -180,14 +194,16 @@ def _variant_counts(plan: BuildPlan) -> str:
     return ", ".join(p for p in parts if p) or "no variants"
 
 
-def _variant_results(plan: BuildPlan, summary: Any) -> str:
-    """After the run: variants built (or downloaded), failed, up to date, skipped."""
+def _variant_results(plan: BuildPlan, summary: Any, built: frozenset[str] = frozenset()
+                     ) -> str:
+    """After the run: variants built (or downloaded), failed, up to date, skipped;
+    ``built``: those built by an earlier round of the same build."""
     bad = {f.step_id.rsplit("/", 1)[0] for f in summary.failed} | {
         a.rsplit("/", 1)[0] for a in summary.aborted}
     n = {"built": 0, "failed": 0, "up to date": 0, "skipped": 0}
     for v in plan.variants:
         word = "skipped" if v.status == SKIP else "failed" if v.id in bad else \
-            "up to date" if v.status == CACHED else "built"
+            "up to date" if v.status == CACHED and v.id not in built else "built"
         n[word] += 1
     return "variants: " + ", ".join(f"{k} {w}" for w, k in n.items() if k or w == "built")
 

@@ -84,6 +84,10 @@ class Variant:
     #: the folders its sources are read from (a path source's folder, the fetched or
     #: patched tree): under ``--sandbox``, the only project files a step can read
     sources: tuple[str, ...] = ()
+    #: the dependencies still to be built whose output its compile key waits for
+    #: (resolve.keys.pending): ``builder build`` plans it again once they are built, and
+    #: reuses its install if what they made is byte-identical
+    waits_for: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:

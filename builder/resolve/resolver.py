@@ -129,6 +129,9 @@ class _Resolution:
         self.variants: dict[str, Variant] = {}
         self.steps: list[Step] = []
         self.memo: dict[tuple[str, str, str, str], Variant] = {}
+        #: variant id → (its identity, what its dependents are keyed by: keys.OUTPUT, or
+        #: keys.PENDING or keys.BY_KEY with its compile key)
+        self.consumed: dict[str, tuple[str, str]] = {}
 
     def variant(self, recipe: Recipe, backend: str, build_type: str, python: str,
                 arch: str = "") -> Variant:
@@ -158,10 +161,21 @@ class _Resolution:
         variant, new_steps = self._steps(variant, inputs, found, deps, arch)
         self.memo[memo_key] = variant
         self.variants[variant.id] = variant
+        self.consumed[variant.id] = (keys.identity_key(inputs), self._consumed(variant))
         self.steps.extend(new_steps)
         vnotes += branch_notes(recipe.name, new_steps, self.state)
         self.notes.extend(n for n in vnotes if n not in self.notes)
         return variant
+
+    def _consumed(self, v: Variant) -> str:
+        """What a dependent of ``v`` is keyed by: the output digest of ``v``'s install when
+        its compile is up to date, pending while it is to be built (or downloaded)."""
+        output = self.state.output(v.compile_key)
+        if self.recipes.by_name[v.recipe].build_system not in INSTALLS or v.status == SKIP:
+            return keys.BY_KEY + v.compile_key
+        if output and v.status in (BUILD, CACHED):
+            return keys.OUTPUT + output
+        return keys.PENDING + v.compile_key
 
     def _check(self, recipe: Recipe, spec: BackendSpec, be: Backend,
                options: dict[str, OptionValue], python: str) -> _Feasibility:
@@ -249,7 +263,8 @@ class _Resolution:
             sources=keys.source_digest(recipe, self.state),
             tools=keys.tool_versions(host, be, found.platform),
             conan=keys.conan_pins(recipe, host, multiarch),
-            deps=[d.compile_key for d in deps],
+            deps=[self.consumed[d.id][0] for d in deps],
+            dep_outputs=tuple(self.consumed[d.id][1] for d in deps),
             env=tuple(env_inputs(recipe, dict(self.request.env), backend=spec.name)) +
             stepenv.key_entries(self.request.pass_env),
             test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True,
@@ -267,6 +282,12 @@ class _Resolution:
         if record is not None and not record.ok and keys.recorded(recipe):
             vnotes.append(f"{recipe.name} {k.backend} {k.build_type}: rebuilt, since "
                           f"{record.changed} changed after its last build")
+        waits_for = tuple(d.id for d, out in zip(deps, k.dep_outputs, strict=True)
+                          if out.startswith(keys.PENDING))
+        if waits_for:
+            names = ", ".join(dict.fromkeys(d.recipe for d in deps if d.id in waits_for))
+            vnotes.append(f"{recipe.name} {k.backend} {k.build_type}: rebuilds if {names}'s "
+                          f"output changes (decided once {names} is built)")
         # the folders go with the config: a test edit builds in the same ones, a source
         # edit rebuilds incrementally in them
         vdir = f"{k.backend}-{k.build_type}" + (f"-py{python}" if python else "") + \
@@ -287,7 +308,7 @@ class _Resolution:
             prefix=str(prefix), status=status, reason=reason, fix=fix,
             deps=tuple(d.id for d in deps), recipe_file=recipe.display, notes=tuple(vnotes),
             pins=keys.pins(k), compile_key=compile_key, config_key=config_key,
-            env=self._base_env(k))
+            env=self._base_env(k), waits_for=waits_for)
 
     def _base_env(self, k: keys.KeyInputs) -> tuple[tuple[str, str], ...]:
         """The environment every step of the variant starts from (resolve.stepenv)."""
@@ -325,6 +346,7 @@ class _Resolution:
             name_digests=dict(state.name_digests),
             compiled=k.recipe.build_system in INSTALLS and
             variant.compile_key in state.installed,
+            own_key=keys.own_key(k, state.record(variant.config_key)),
             test_python_problems=tuple(
                 (p, *problem) for p in test_pythons if p != found.python
                 and k.recipe.requires.python

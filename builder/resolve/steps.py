@@ -90,6 +90,8 @@ class VariantContext:
     #: an install with the variant's compile key is complete: its compile steps are
     #: up to date, and its tests run against the install (the stage is gone)
     compiled: bool = False
+    #: the compile key less the dependencies' outputs (resolve.keys.own_key)
+    own_key: str = ""
 
     def flags(self) -> FlagSet:
         """The recipe's flags for the build type, then the backend's, layered."""
