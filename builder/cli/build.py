@@ -123,7 +123,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             retry = frozenset(f.key for f in summary.failed if isinstance(f, DownloadFailed)
                               and (f.corrupt or args.remote_optional)) - unusable
             if not retry or len(retry) < sum(1 for f in summary.failed):
-                summary.aborted += [s.id for s in plan.steps if s.variant in waiting]
+                summary.aborted += rounds.abandon(plan, waiting)
                 break
             rounds.retried()
             for f in summary.failed:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from builder.errors import PlanError
-from builder.plan.model import BUILD, CACHED, BuildPlan
+from builder.plan.model import BUILD, CACHED, TO_RUN, BuildPlan
 
 __all__ = ["Rounds"]
 
@@ -79,6 +79,17 @@ class Rounds:
             self.ex = ex
         self.built |= {sid.rsplit("/", 1)[0] for sid in summary.done}
         return self.summary, self.ex
+
+    def abandon(self, plan: BuildPlan, waiting: frozenset[str]) -> list[str]:
+        """The steps of the variants that waited for a round that failed: not run (each
+        said, like a step whose dependency failed)."""
+        out = []
+        for s in plan.steps:
+            if s.variant in waiting and s.status in TO_RUN:
+                v = next(v for v in plan.variants if v.id == s.variant)
+                print(f"not run {s.id} (waits for {', '.join(v.waits_for)})", flush=True)
+                out.append(s.id)
+        return out
 
     def retried(self) -> None:
         """The failures of the last round are being retried (a download built here)."""

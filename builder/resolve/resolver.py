@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from builder import backends as registry
 from builder.backends import Backend
@@ -27,7 +26,7 @@ from builder.backends.platforms import Platform
 from builder.errors import Diagnostic, UnsupportedError, UsageError
 from builder.host.facts import HostFacts
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step, Variant
-from builder.plan.payloads import FetchSource, PublishKernels
+from builder.plan.payloads import PublishKernels
 from builder.recipe.model import BackendSpec, OptionValue, Recipe, option_text
 from builder.recipe.recipeset import RecipeSet
 from builder.recipe.subst import SubstitutionError
@@ -37,6 +36,7 @@ from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
 from builder.resolve.keyinputs import env_inputs, env_names, require_set
 from builder.resolve.options import resolve_options
+from builder.resolve.order import branch_notes, ordered
 from builder.resolve.pysteps import python_steps
 from builder.resolve.request import Request, memory_budget
 from builder.resolve.steps import VariantContext, up_to_date
@@ -386,15 +386,15 @@ class _Resolution:
 
     def plan(self) -> BuildPlan:
         self._one_recipe_per_tree()
-        ordered = _ordered(list(self.variants.values()))
-        order_index = {v.id: i for i, v in enumerate(ordered)}
+        variants = ordered(list(self.variants.values()))
+        order_index = {v.id: i for i, v in enumerate(variants)}
         self.steps.sort(key=lambda s: order_index[s.variant])
         host, budget = self.host, self.budget
         # the budget says where it comes from; the host facts say where they come from
         mem_desc = f"{budget / 2**30:.1f} GiB budget (" + (
             "--memory-budget" if self.request.memory_budget else
             f"{host.memory.usable() / 2**30:.1f} GiB available less a reserve") + ")"
-        return BuildPlan(variants=tuple(ordered), steps=tuple(self.steps),
+        return BuildPlan(variants=tuple(variants), steps=tuple(self.steps),
                          host=f"{host.os}-{host.arch}, {host.cpus} CPUs ({host.source}), "
                               f"{mem_desc}",
                          cpus=host.cpus, memory_budget=budget, jobs=self.jobs,
@@ -415,38 +415,6 @@ class _Resolution:
                     recipe.positions else recipe.display
                 claims.append((s.payload.tree, recipe.name, str(where)))
         shared_tree(claims)
-
-
-def branch_notes(recipe: str, steps: Sequence[Step], state: State) -> list[str]:
-    """Each ``allow_branch`` git source's fetch: the commit it is pinned to and when that
-    was resolved (from the fetched tree's record), or that it is resolved when fetched."""
-    from builder.recipe.semantic import is_full_rev
-    from builder.source.fetch import branch_note
-
-    pinned = {name: (commit, when) for name, commit, when in state.fetched_commits}
-    return [branch_note(recipe, s.payload.location, s.payload.rev,
-                        pinned.get(Path(s.payload.dest).name))
-            for s in steps if isinstance(s.payload, FetchSource) and
-            s.payload.kind == "git" and not is_full_rev(s.payload.rev)]
-
-
-def _ordered(variants: list[Variant]) -> list[Variant]:
-    """Dependencies first; ties keep the order of discovery (deterministic)."""
-    by_id = {v.id: v for v in variants}
-    out: list[Variant] = []
-    seen: set[str] = set()
-
-    def visit(v: Variant) -> None:
-        if v.id in seen:
-            return
-        seen.add(v.id)
-        for d in v.deps:
-            visit(by_id[d])
-        out.append(v)
-
-    for v in variants:
-        visit(v)
-    return out
 
 
 def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple[
