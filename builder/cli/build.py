@@ -100,6 +100,9 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
 
                 check(plan, args.lockfile)
             _check_budget(plan, args)
+            from builder.resolve.secretenv import missing
+
+            missing(plan.steps, os.environ)  # before anything runs, with the recipe line
             from builder.workspace.ownership import preflight
             from builder.workspace.usage import record_in_use
 

@@ -12,7 +12,7 @@ from builder.host.facts import HostFacts, load_host_facts
 from builder.host.probe import probe
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet
-from builder.resolve import stepenv
+from builder.resolve import secretenv, stepenv
 from builder.resolve.options import secret_options
 from builder.resolve.request import Request
 from builder.resolve.resolver import env_snapshot, resolve
@@ -164,6 +164,11 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
     for r in closure:  # the plan holds references to them: kept here, for the children
         for name, value in secret_options(r, request).items():
             remember(name, value)
+        for name, value in secretenv.env_values(r, os.environ).items():
+            remember(name, value)
+        for name in {*r.build_spec.secrets, *(n for t in r.tests for n in t.secrets)}:
+            if name in os.environ:  # passed to its steps at run time; masked everywhere
+                remember(f"env/{name}", os.environ[name])
     state = read_state(ws, closure)
     notes: list[str] = []
     if request.remote:

@@ -42,6 +42,9 @@ class Step:
     #: for steps done in-process (render, fetch, publish…): what to do, as typed data
     payload: Payload | None = None
     timeout: int = 3600
+    #: (NAME, where the recipe declares it) of each variable the step gets from the
+    #: invoking environment when it starts (resolve.secretenv): names only, never values
+    secrets: tuple[tuple[str, str], ...] = ()
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step))

@@ -39,6 +39,7 @@ from builder.resolve.options import resolve_options
 from builder.resolve.order import branch_notes, ordered
 from builder.resolve.pysteps import python_steps
 from builder.resolve.request import Request, memory_budget
+from builder.resolve.secretenv import with_build_secrets
 from builder.resolve.steps import VariantContext, up_to_date
 from builder.resolve.steps import tool as host_tool
 from builder.resolve.xmakesteps import xmake_steps
@@ -361,7 +362,8 @@ class _Resolution:
         variant = replace(variant, sources=tuple(dict.fromkeys(
             [ctx.source_root(), *(s.location for s in recipe.sources if s.kind == "path")])))
         try:
-            new_steps = _STEPS.get(recipe.build_system, cmake_steps)(ctx)
+            new_steps = with_build_secrets(
+                recipe, _STEPS.get(recipe.build_system, cmake_steps)(ctx))
         except SubstitutionError as exc:
             if variant.status == SKIP:  # e.g. ${python} of an interpreter this host lacks
                 return variant, []

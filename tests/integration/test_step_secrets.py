@@ -1,0 +1,51 @@
+"""The secrets a recipe names reach exactly the steps it names them for, at run time, and
+never the plan (builder.resolve.secretenv), with a recording runner."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from builder.util.runner import RecordingRunner
+from tests.conftest import FIXTURES, CliResult
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def envprobe(tmp_path: Path) -> Path:
+    dst = tmp_path / "envprobe"
+    shutil.copytree(FIXTURES / "envprobe", dst,
+                    ignore=shutil.ignore_patterns(".builder", "__pycache__"))
+    return dst
+
+
+def test_secrets_reach_their_steps_only(envprobe: Path, cli: Cli, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOKENED_OUT", str(tmp_path / "seen"))
+    monkeypatch.setenv("DATASET_LOGIN", "login-value-8f3a91")
+    monkeypatch.setenv("DATA_KEY_SRC", "key-value-77c2e0")
+    r = cli("plan", "tokened", "--format", "json", cwd=envprobe)
+    assert r.code == 0, r.err
+    assert "login-value" not in r.out and "key-value" not in r.out
+    steps = {s["id"].rsplit("/", 1)[1]: s for s in json.loads(r.out)["steps"]}
+    named = [[n for n, _ in steps[k]["secrets"]] for k in ("configure", "build", "stage",
+                                                            "test:fetch")]
+    assert named == [["DATASET_LOGIN"]] * 4
+    assert not steps["conan-install"]["secrets"] and not steps["publish"]["secrets"]
+    assert dict(steps["test:fetch"]["env"])["DATA_AUTHZ"] == \
+        "${secret:tokened/test/fetch/env/DATA_AUTHZ}"
+
+    runner = RecordingRunner()
+    assert cli("build", "tokened", cwd=envprobe, runner=runner).code == 0
+    test = next(c for c in runner.calls if "-c" in c.argv)
+    assert test.base_env is not None and test.base_env["DATASET_LOGIN"] == "login-value-8f3a91"
+    assert test.env_changes["DATA_AUTHZ"].startswith("${secret:")  # the runner reveals it
+    conan = next(c for c in runner.calls if c.argv[1:2] == ["install"])
+    assert conan.base_env is not None and "DATASET_LOGIN" not in conan.base_env
+    configure = next(c for c in runner.calls if "-S" in c.argv)
+    assert configure.base_env is not None and "DATASET_LOGIN" in configure.base_env
