@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from builder.cli.outputs import print_outputs, print_wheels
 from builder.cli.planning import make_plan
 from builder.cli.rounds import Rounds
 from builder.errors import Interrupted, PlanError, UsageError
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
-from builder.plan.payloads import PublishKernels, WheelBuild
+from builder.plan.payloads import PublishKernels
 from builder.recipe.recipeset import display_path
+from builder.resolve.secretenv import missing
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
@@ -100,8 +102,6 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
 
                 check(plan, args.lockfile)
             _check_budget(plan, args)
-            from builder.resolve.secretenv import missing
-
             missing(plan.steps, os.environ)  # before anything runs, with the recipe line
             from builder.workspace.ownership import preflight
             from builder.workspace.usage import record_in_use
@@ -115,7 +115,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             if rounds.summary is not None and not needs_work(now):
                 summary, ex = rounds.summary, rounds.ex  # what waited is up to date
                 break
-            ran = _execute(args, ws, now, runner, t0)
+            ran = _execute(args, ws, now, runner, t0, rounds)
             if ran is None:
                 return 0
             summary, ex = rounds.add(*ran)
@@ -128,10 +128,10 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             if not retry or len(retry) < sum(1 for f in summary.failed):
                 summary.aborted += rounds.abandon(plan, waiting)
                 break
-            rounds.retried()
             for f in summary.failed:
                 print(f"note: {f.step_id}: {f.explanation}; building it here instead",
                       file=sys.stderr)
+            rounds.retried()
             unusable |= retry
     for failure in summary.failed:
         print(failure.render(), file=sys.stderr)
@@ -145,7 +145,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         print(f"out of memory: {line}")
     for line in ex.memory_notes:  # no OOM kill, but time lost: requeues, a scheduler failure
         print(f"memory: {line}")
-    _print_wheels(plan)
+    print_wheels(plan)
     _print_branch_pins(plan, ws)
     for line in rounds.cutoffs:
         print(line)
@@ -156,34 +156,10 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
           f"{len(summary.failed)} failed, {len(summary.aborted)} not run" +
           (f", {len(summary.oom)} compile(s) killed out of memory" if summary.oom else "") +
           f" — {summary.seconds:.1f}s; {_variant_results(plan, summary, rounds.built)}")
-    _print_outputs(plan, summary)
+    print_outputs(plan, summary)
     if not summary.ok:
         return 1
     return 0
-
-
-def _print_wheels(plan: BuildPlan) -> None:
-    """Each wheel the build has, with its tag's story: the manylinux policy auditwheel
-    found, or why the wheel kept its linux tag (never silently)."""
-    from builder.wheels.repair import find
-
-    for s in plan.steps:
-        w = s.payload
-        if not isinstance(w, WheelBuild) or s.status == SKIP:
-            continue
-        whl = find(w)
-        if whl is None:
-            continue
-        stem = whl.name[:-4]
-        if w.variant_label:  # the label follows the platform tag
-            stem = stem[:-len(w.variant_label) - 1]
-        tag = stem.rsplit("-", 1)[-1].split(".")[0]
-        how = w.note if not w.policy else \
-            f"{tag}: the oldest manylinux policy its binaries satisfy (auditwheel)" \
-            if w.policy == "auto" else f"{tag} (wheel.manylinux), checked by auditwheel"
-        print(f"wheel: {display_path(whl)} — {how}")
-        if not w.policy and w.fix:
-            print(f"  fix: {w.fix}")
 
 
 def _variant_counts(plan: BuildPlan) -> str:
@@ -224,25 +200,6 @@ def _print_skips(plan: BuildPlan, with_tests: bool) -> None:
                       (f"\n      fix: {st.fix}" if st.fix else ""))
 
 
-def _print_outputs(plan: BuildPlan, summary: Any) -> None:
-    """Where each variant's results are: install tree, published kernels, wheels."""
-    failed = {f.step_id.rsplit("/", 1)[0] for f in summary.failed} | {
-        a.rsplit("/", 1)[0] for a in summary.aborted}
-    lines = []
-    for v in plan.variants:
-        if v.status == SKIP or v.id in failed:
-            continue
-        steps = [s for s in plan.steps if s.variant == v.id and s.status != SKIP]
-        kernels = [o for s in steps if s.kind == "publish-kernels" for o in s.outputs]
-        wheels = [o for s in steps if s.kind == "wheel" for o in s.outputs]
-        where = [display_path(Path(p)) for p in kernels or [v.prefix]]
-        where += [display_path(Path(w)) for w in wheels]
-        lines.append(f"  {v.id}: {', '.join(where)}")
-    if lines:
-        print("outputs:")
-        print("\n".join(lines))
-
-
 def _nothing_to_do(plan: BuildPlan, verbose: bool, seconds: float) -> None:
     """A build with no step to run: one line (the skips, notes and wheels with -v).  When
     no variant is up to date either, everything selected was skipped: an error, so that a
@@ -266,13 +223,13 @@ def _nothing_to_do(plan: BuildPlan, verbose: bool, seconds: float) -> None:
         _print_skips(plan, with_tests=False)
         for n in plan.notes:
             print(f"note: {n}")
-        _print_wheels(plan)
+        print_wheels(plan)
 
 
 def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
-             t0: float) -> tuple[Any, Any] | None:
-    """Run ``plan`` with progress output and a build record; None when nothing needs
-    doing (after saying so)."""
+             t0: float, rounds: Rounds | None = None) -> tuple[Any, Any] | None:
+    """Run ``plan`` with progress output and a build record (one for all ``rounds``);
+    None when nothing needs doing (after saying so)."""
     from builder.cli.progress import LinePrinter
     from builder.execute.executor import Executor, needs_work
     from builder.execute.record import BuildRecorder, load_times
@@ -283,6 +240,8 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
         _nothing_to_do(plan, args.verbose, time.monotonic() - t0)
         return None
     recorder = BuildRecorder(plan, ws)
+    if rounds is not None:
+        recorder = rounds.recorder(recorder)
     live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
     printer: Any = LinePrinter(quiet=args.quiet, verbose=args.verbose)
     down = f", {counts[DOWNLOAD]} to download" if counts[DOWNLOAD] else ""

@@ -181,10 +181,12 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
         except RemoteError as exc:
             if not getattr(args, "remote_optional", False):
                 raise
-            keys = frozenset()
+            keys = {}
             notes.append(f"remote '{exc.remote}' {exc.why}: building locally "
                          f"(--remote-optional)")
-        state = replace(state, remote_keys=keys - unusable)
+        state = replace(state, remote_keys=frozenset(keys) - unusable,
+                        remote_outputs=tuple(sorted((k, o) for k, o in keys.items()
+                                                    if o and k not in unusable)))
     plan = resolve(roots, rs, request, host, state, ws)
     if check_sources:
         from builder.plan.model import BUILD

@@ -27,6 +27,16 @@ class Rounds:
         self.cutoffs: list[str] = []  # one line per dependent found up to date
         self._waited: dict[str, tuple[str, ...]] = {}  # variant → what it waited for
         self._rounds = 0
+        self._recorder: Any = None
+
+    def recorder(self, new: Any) -> Any:
+        """The build record of every round (execute.record.BuildRecorder): the first
+        round's, following each later round's plan."""
+        if self._recorder is None:
+            self._recorder = new
+        else:
+            self._recorder.plan = new.plan
+        return self._recorder
 
     def said(self, plan: BuildPlan) -> None:
         """Note, for each variant that waited in an earlier round, how it came out."""
@@ -92,6 +102,8 @@ class Rounds:
         return out
 
     def retried(self) -> None:
-        """The failures of the last round are being retried (a download built here)."""
+        """The last round is being retried (a download built here instead): its failures
+        and the steps they held back are not the build's (an earlier round had none)."""
         if self.summary is not None:
             self.summary.failed.clear()
+            self.summary.aborted.clear()

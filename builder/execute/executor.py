@@ -155,12 +155,12 @@ class Executor:
             from builder.source.policy import test_env
 
             env = test_env(env)
-        gone = [(n, where) for n, where in step.secrets if n not in os.environ]
+        base = self.step_env(step, {})
+        gone = [(n, where) for n, where in step.secrets if n not in base]
         if gone:  # the build checks first (resolve.secretenv.missing): unset since
             raise StepFailed(step.id, [], 1, str(log), [],
                              f"{gone[0][1]}: the secret {gone[0][0]} is not set in the "
                              f"environment; export it in the shell that runs builder")
-        base = self.step_env(step, {})
         for folder in (base["TMPDIR"], base["HOME"]):  # builder's, or the host's (a fetch)
             if not os.path.isdir(folder):
                 writer.make_dirs(folder)
@@ -177,8 +177,9 @@ class Executor:
         time (:func:`builder.resolve.stepenv.compose`) — nothing else of this process's."""
         base = self._bases.get(step.variant) or stepenv.variant_env(
             tool_paths=[sys.executable], state=str(self.ws.state))
+        names = [n for n, _ in step.secrets]  # the recipe's secrets for this step
         return stepenv.compose(base, dict(step.env) if changes is None else changes,
-                               step.kind, os.environ, (n for n, _ in step.secrets))
+                               step.kind, os.environ, names)
 
     def _run_all(self, step: Step, cwd: Path, env: dict[str, str], log: Path,
                  callback: Callable[[str], None] | None) -> None:

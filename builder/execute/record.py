@@ -51,7 +51,7 @@ class BuildRecorder:
         elif e.kind in ("done", "failed"):
             rec.update(end=now, status=e.kind, seconds=round(e.seconds, 3))
             rec.setdefault("start", now - e.seconds)
-        else:
+        elif rec["status"] not in ("done", "failed"):  # run by an earlier round: stays
             rec.update(status=e.kind, message=e.message)
 
     def save(self, summary: Summary, interrupted: bool = False) -> Path:

@@ -176,6 +176,8 @@ class _Resolution:
             return keys.BY_KEY + v.compile_key
         if output and v.status in (BUILD, CACHED):
             return keys.OUTPUT + output
+        if v.status == DOWNLOAD and (remote := self.state.remote_output(v.compile_key)):
+            return keys.OUTPUT + remote  # the bytes the download puts in place
         return keys.PENDING + v.compile_key
 
     def _check(self, recipe: Recipe, spec: BackendSpec, be: Backend,

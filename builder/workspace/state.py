@@ -46,6 +46,9 @@ class State:
     #: absolute source file → (measured peak bytes, seconds, memory curve) from the history
     measured: tuple[tuple[str, int, float, tuple[float, ...]], ...] = ()
     remote_keys: frozenset[str] = frozenset()  # compile keys published on Request.remote
+    #: (compile key, output digest) of the installs published on Request.remote, where
+    #: the remote knows it: what the dependents of a download are keyed by
+    remote_outputs: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
     #: inputs hashes of test and wheel steps that succeeded (``done/``), and the variant
     #: keys complete installs and kernel trees were published with (their tests passed,
@@ -63,6 +66,10 @@ class State:
     def output(self, compile_key: str) -> str:
         """The output digest of the complete install with ``compile_key`` ("": none)."""
         return dict(self.outputs).get(compile_key, "")
+
+    def remote_output(self, compile_key: str) -> str:
+        """The output digest of the install with ``compile_key`` on the remote ("")."""
+        return dict(self.remote_outputs).get(compile_key, "")
 
     def record(self, config_key: str) -> InstallRecord | None:
         """The install built with ``config_key`` whose record verified, else any one."""
