@@ -22,8 +22,12 @@ def download(ex: StepHost, step: Step) -> None:
     assert isinstance(dl, Download)
     name, key, conan = dl.remote, dl.key, dl.conan
     log = ex.log_path(step)
+    from builder.util.waiting import ticker
+
     try:
-        ex.commands(step)
+        with ticker(lambda t: ex.progress(step, f"conan download from {name}: still waiting "
+                                                f"({t:.0f} s of {step.timeout} s)")):
+            ex.commands(step)
     except StepFailed as failed:
         why, fix = rm.explain(name, "\n".join(failed.tail))
         raise DownloadFailed(step.id, failed.log_path, f"remote '{name}' {why}; {fix}",

@@ -53,7 +53,7 @@ OOM_MARKERS = tuple(m.decode() for m in launcher.OOM_MARKERS)
 
 @dataclass(frozen=True)
 class Event:
-    kind: str  # start | done | cached | skip | failed | aborted
+    kind: str  # start | done | cached | skip | failed | aborted | progress
     step: str
     seconds: float = 0.0
     message: str = ""
@@ -105,6 +105,11 @@ class Executor:
     def emit(self, kind: str, step: Step, seconds: float = 0.0, message: str = "",
               index: int = 0) -> None:
         self.on_event(Event(kind, step.id, seconds, message, index, len(self.plan.steps)))
+
+    def progress(self, step: Step, text: str) -> None:
+        """A line saying how a long wait of ``step`` goes (a fetch, a download), shown
+        without ``-v``: a slow or silent server is seen as one."""
+        self.emit("progress", step, message=text)
 
     def run(self) -> Summary:
         summary = Summary()

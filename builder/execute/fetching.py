@@ -15,6 +15,7 @@ from builder.plan.payloads import FetchSource
 from builder.util import writer
 from builder.util.files import replace_dir
 from builder.util.secrets import redact, reveal
+from builder.util.waiting import ticker
 
 __all__ = ["fetch"]
 
@@ -37,7 +38,8 @@ def fetch(ex: StepHost, step: Step) -> None:
             try:
                 # the URL with its token, read in this process only (never an argv)
                 fetch.download(reveal(src.credential) if src.credential else src.location,
-                               archive, src.sha256, limits)
+                               archive, src.sha256, limits,
+                               progress=lambda line: ex.progress(step, line))
                 fetch.extract(archive, partial, limits, src.location)
             finally:
                 writer.remove(archive)
@@ -45,8 +47,14 @@ def fetch(ex: StepHost, step: Step) -> None:
         timeout = int(min(step.timeout or limits.timeout, limits.timeout))
         env = (*step.env, *policy.git_env().items(), *fetch.git_transport_env().items())
         cut = len(step.commands) - src.patches  # the checkout, then the patches
+        first = step.commands[0] if step.commands[:cut] else ()
+        what = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(first[:2])) \
+            or "fetch"
         try:
-            ex.commands(replace(step, timeout=timeout, env=env, commands=step.commands[:cut]))
+            with ticker(lambda t: ex.progress(step, f"{what}: still waiting ({t:.0f} s of "
+                                                    f"{timeout} s)")):
+                ex.commands(replace(step, timeout=timeout, env=env,
+                                    commands=step.commands[:cut]))
             policy.prune(partial, src.exclude)  # excluded: gone before the patches apply
             ex.commands(replace(step, timeout=timeout, env=env, commands=step.commands[cut:]))
         except StepFailed as failed:

@@ -44,6 +44,8 @@ class BuildRecorder:
         self.steps: dict[str, dict[str, Any]] = {}
 
     def event(self, e: Event) -> None:
+        if e.kind == "progress":  # a line while a step waits: not a state of the step
+            return
         now = time.time()
         rec = self.steps.setdefault(e.step, {"id": e.step, "status": "pending"})
         if e.kind == "start":
