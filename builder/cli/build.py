@@ -98,9 +98,12 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             rounds.said(plan)
             _check_requested(plan, args, named)
             if args.lockfile is not None:
-                from builder.workspace.pins import check
+                from builder.cli.planning import load_recipes
+                from builder.workspace.pins import check, source_files
 
-                check(plan, args.lockfile)
+                rs, roots = load_recipes(args, ws)
+                check(plan, args.lockfile,
+                      source_files(plan, list(rs.closure(roots)), ws))
             _check_budget(plan, args)
             missing(plan.steps, os.environ)  # before anything runs, with the recipe line
             from builder.workspace.ownership import preflight
