@@ -149,7 +149,11 @@ def python_steps(ctx: VariantContext) -> list[Step]:
     steps = [*fetch,
              Step(id=f"{sid}/prepare", kind="prepare", deps=pre, outputs=(str(bdir / "bin"),),
                   payload=PrepareBuild(
-                      clean=(str(dist),), wrappers=wrappers,
+                      # a dependent's folders outlive its dependencies' installs (early
+                      # cutoff keeps them), and setuptools does not see a dependency's
+                      # headers or libraries change: a dependent compiles from scratch
+                      clean=(str(dist), *((str(bdir / "setuptools"),) if ctx.deps else ())),
+                      wrappers=wrappers,
                       python=ctx.host.builder_python or "python3",
                       chain=launcher_chain(ctx)[3:],
                       files=((str(setup_cfg), _setuptools_cfg(bdir)),)), **common),

@@ -97,7 +97,10 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
     pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps) + tuple(f.id for f in fetch)
     steps = [*fetch,
              Step(id=f"{sid}/prepare", kind="prepare", deps=pre, outputs=(str(bdir / "bin"),),
-                  payload=PrepareBuild(clean=(), files=(), wrappers=wrappers,
+                  # a dependent compiles from scratch: xmake does not see a dependency's
+                  # install change (its folders outlive it: early cutoff keeps them)
+                  payload=PrepareBuild(clean=(str(bdir / "build"),) if ctx.deps else (),
+                                       files=(), wrappers=wrappers,
                                        python=ctx.host.builder_python or "python3",
                                        chain=launcher_chain(ctx)[3:]),
                   **common),
