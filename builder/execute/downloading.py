@@ -9,6 +9,7 @@ from builder.errors import DownloadFailed, StepFailed
 from builder.execute.host import StepHost
 from builder.plan.model import Step
 from builder.plan.payloads import Download
+from builder.util.waiting import ticker
 
 __all__ = ["download"]
 
@@ -22,8 +23,6 @@ def download(ex: StepHost, step: Step) -> None:
     assert isinstance(dl, Download)
     name, key, conan = dl.remote, dl.key, dl.conan
     log = ex.log_path(step)
-    from builder.util.waiting import ticker
-
     try:
         with ticker(lambda t: ex.progress(step, f"conan download from {name}: still waiting "
                                                 f"({t:.0f} s of {step.timeout} s)")):

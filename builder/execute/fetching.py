@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,12 +48,8 @@ def fetch(ex: StepHost, step: Step) -> None:
         timeout = int(min(step.timeout or limits.timeout, limits.timeout))
         env = (*step.env, *policy.git_env().items(), *fetch.git_transport_env().items())
         cut = len(step.commands) - src.patches  # the checkout, then the patches
-        first = step.commands[0] if step.commands[:cut] else ()
-        what = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(first[:2])) \
-            or "fetch"
         try:
-            with ticker(lambda t: ex.progress(step, f"{what}: still waiting ({t:.0f} s of "
-                                                    f"{timeout} s)")):
+            with _still_waiting(ex, step, step.commands[:cut], timeout):
                 ex.commands(replace(step, timeout=timeout, env=env,
                                     commands=step.commands[:cut]))
             policy.prune(partial, src.exclude)  # excluded: gone before the patches apply
@@ -81,6 +78,15 @@ def fetch(ex: StepHost, step: Step) -> None:
         raise StepFailed(step.id, [], 1, str(failed_log), [said], said) from None
     finally:
         writer.remove(partial)
+
+
+def _still_waiting(ex: StepHost, step: Step, commands: tuple[tuple[str, ...], ...],
+                   timeout: int) -> AbstractContextManager[None]:
+    """Lines saying the checkout (``git clone: still waiting (30 s of 1800 s)``) goes on."""
+    first = commands[0] if commands else ()
+    what = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(first[:2])) or "fetch"
+    return ticker(lambda t: ex.progress(step, f"{what}: still waiting ({t:.0f} s of "
+                                              f"{timeout} s)"))
 
 
 def _copy_path(src: FetchSource, partial: Path) -> None:
