@@ -43,8 +43,8 @@ class Rounds:
         recipe_of = {v.id: v.recipe for v in plan.variants}
         for v in plan.variants:
             deps = self._waited.pop(v.id, None)
-            if deps is None or v.waits_for:
-                continue
+            if deps is None or v.waits_for or v.status not in (BUILD, CACHED):
+                continue  # still waiting, or downloaded or skipped: nothing to say
             names = ", ".join(dict.fromkeys(recipe_of.get(d, d) for d in deps))
             if v.status == CACHED or (v.status == BUILD and all(
                     s.kind in ("test", "wheel") for s in plan.steps_of(v.id)
