@@ -8,6 +8,7 @@ value handed to :func:`builder.resolve.resolver.resolve`.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterable
@@ -65,11 +66,19 @@ class State:
 
     def output(self, compile_key: str) -> str:
         """The output digest of the complete install with ``compile_key`` ("": none)."""
-        return dict(self.outputs).get(compile_key, "")
+        return self._outputs.get(compile_key, "")
 
     def remote_output(self, compile_key: str) -> str:
         """The output digest of the install with ``compile_key`` on the remote ("")."""
-        return dict(self.remote_outputs).get(compile_key, "")
+        return self._remote_outputs.get(compile_key, "")
+
+    @functools.cached_property
+    def _outputs(self) -> dict[str, str]:  # made once: a lookup per variant stays O(1)
+        return dict(self.outputs)
+
+    @functools.cached_property
+    def _remote_outputs(self) -> dict[str, str]:
+        return dict(self.remote_outputs)
 
     def record(self, config_key: str) -> InstallRecord | None:
         """The install built with ``config_key`` whose record verified, else any one."""
