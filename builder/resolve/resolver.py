@@ -130,9 +130,10 @@ class _Resolution:
         self.variants: dict[str, Variant] = {}
         self.steps: list[Step] = []
         self.memo: dict[tuple[str, str, str, str], Variant] = {}
-        #: variant id → (its identity, what its dependents are keyed by: keys.OUTPUT, or
-        #: keys.PENDING or keys.BY_KEY with its compile key)
-        self.consumed: dict[str, tuple[str, str]] = {}
+        #: variant id → (its key inputs, what its dependents are keyed by: keys.OUTPUT,
+        #: or keys.PENDING or keys.BY_KEY with its compile key)
+        self.consumed: dict[str, tuple[keys.KeyInputs, str]] = {}
+        self.identities: dict[str, str] = {}  # variant id → keys.identity_key, once
 
     def variant(self, recipe: Recipe, backend: str, build_type: str, python: str,
                 arch: str = "") -> Variant:
@@ -162,11 +163,18 @@ class _Resolution:
         variant, new_steps = self._steps(variant, inputs, found, deps, arch)
         self.memo[memo_key] = variant
         self.variants[variant.id] = variant
-        self.consumed[variant.id] = (keys.identity_key(inputs), self._consumed(variant))
+        self.consumed[variant.id] = (inputs, self._consumed(variant))
         self.steps.extend(new_steps)
         vnotes += branch_notes(recipe.name, new_steps, self.state)
         self.notes.extend(n for n in vnotes if n not in self.notes)
         return variant
+
+    def _identity(self, variant_id: str) -> str:
+        """keys.identity_key of a dependency, made when a dependent first asks (most
+        variants have none)."""
+        if variant_id not in self.identities:
+            self.identities[variant_id] = keys.identity_key(self.consumed[variant_id][0])
+        return self.identities[variant_id]
 
     def _consumed(self, v: Variant) -> str:
         """What a dependent of ``v`` is keyed by: the output digest of ``v``'s install when
@@ -266,7 +274,7 @@ class _Resolution:
             sources=keys.source_digest(recipe, self.state),
             tools=keys.tool_versions(host, be, found.platform),
             conan=keys.conan_pins(recipe, host, multiarch),
-            deps=[self.consumed[d.id][0] for d in deps],
+            deps=[self._identity(d.id) for d in deps],
             dep_outputs=tuple(self.consumed[d.id][1] for d in deps),
             env=tuple(env_inputs(recipe, dict(self.request.env), backend=spec.name)) +
             stepenv.key_entries(self.request.pass_env),
