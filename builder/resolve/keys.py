@@ -250,6 +250,17 @@ def config_key(k: KeyInputs, sources: bool = True) -> str:
     """Everything that changes the compiled files but the content of source folders a
     recorded build reads in place (see the module's docstring); ``sources=False``: nor
     the content of any source folder (:func:`identity_key`)."""
+    return _config_key(k) if sources else _digest_config(k, sources=False)
+
+
+@per_object
+def _config_key(k: KeyInputs) -> str:
+    """:func:`config_key`, made once per key inputs (the compile, own and variant keys
+    each start from it)."""
+    return _digest_config(k, sources=True)
+
+
+def _digest_config(k: KeyInputs, sources: bool) -> str:
     r = k.recipe
     return digest(FORMAT, render.templates_digest(), k.conan, r.name, r.version,
                   model_digest(r), "recorded" if recorded(r) or not sources else k.sources,
