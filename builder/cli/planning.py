@@ -100,6 +100,7 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
                    pass_env=stepenv.snapshot(stepenv.pass_names(
                        getattr(args, "env", []),
                        os.environ.get(stepenv.PASS_ENV_SETTING, "")), os.environ),
+                   secret_env=secretenv.cli_names(getattr(args, "secret_env", [])),
                    own_pythonpath=own_pythonpath(),
                    wheel_variants=getattr(args, "wheel_variants", False))
 
@@ -166,7 +167,8 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
             remember(name, value)
         for name, value in secretenv.env_values(r, os.environ).items():
             remember(name, value)
-        for name in {*r.build_spec.secrets, *(n for t in r.tests for n in t.secrets)}:
+        for name in {*r.build_spec.secrets, *(n for t in r.tests for n in t.secrets),
+                     *request.secret_env}:
             if name in os.environ:  # passed to its steps at run time; masked everywhere
                 remember(f"env/{name}", os.environ[name])
     state = read_state(ws, closure)

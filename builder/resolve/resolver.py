@@ -373,7 +373,8 @@ class _Resolution:
             [ctx.source_root(), *(s.location for s in recipe.sources if s.kind == "path")])))
         try:
             new_steps = with_build_secrets(
-                recipe, _STEPS.get(recipe.build_system, cmake_steps)(ctx))
+                recipe, _STEPS.get(recipe.build_system, cmake_steps)(ctx),
+                request.secret_env)
         except SubstitutionError as exc:
             if variant.status == SKIP:  # e.g. ${python} of an interpreter this host lacks
                 return variant, []

@@ -30,8 +30,8 @@ from builder.recipe.model import Recipe
 from builder.recipe.subst import SubstitutionError, substitute, variables
 from builder.util.secrets import reference
 
-__all__ = ["BUILD_KINDS", "build_secrets", "env_reference", "env_values", "missing",
-           "test_secrets", "with_build_secrets"]
+__all__ = ["BUILD_KINDS", "build_secrets", "cli_names", "env_reference", "env_values",
+           "missing", "test_secrets", "with_build_secrets"]
 
 #: the steps that run the project's own build, which ``build.secrets`` are passed to
 BUILD_KINDS = frozenset({"configure", "build", "stage", "kernel"})
@@ -56,12 +56,34 @@ def build_secrets(recipe: Recipe) -> tuple[tuple[str, str], ...]:
                  for i, n in enumerate(recipe.build_spec.secrets))
 
 
-def with_build_secrets(recipe: Recipe, steps: Sequence[Step]) -> list[Step]:
-    """``steps`` with the recipe's ``build.secrets`` on each step that builds."""
+def with_build_secrets(recipe: Recipe, steps: Sequence[Step],
+                       cli: Sequence[str] = ()) -> list[Step]:
+    """``steps`` with the recipe's ``build.secrets`` on each step that builds, and the
+    ``--secret-env`` names ``cli`` on each step that builds or tests."""
     named = build_secrets(recipe)
-    if not named:
+    given = tuple((n, "--secret-env") for n in cli)
+    if not named and not given:
         return list(steps)
-    return [replace(s, secrets=named) if s.kind in BUILD_KINDS else s for s in steps]
+    out = []
+    for s in steps:
+        extra = (named if s.kind in BUILD_KINDS else ()) + \
+            (given if s.kind in BUILD_KINDS or s.kind == "test" else ())
+        out.append(replace(s, secrets=tuple(dict(s.secrets + extra).items())) if extra else s)
+    return out
+
+
+def cli_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The ``--secret-env`` names, each checked to be an environment variable's name."""
+    import re
+
+    from builder.errors import UsageError
+
+    for n in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n):
+            raise UsageError(f"--secret-env {n}: '{n}' is not an environment variable name; "
+                             "give a name such as HF_TOKEN (its value is read from the "
+                             "environment when a step starts)")
+    return tuple(sorted(set(names)))
 
 
 def env_reference(recipe: str, where: str, name: str) -> str:
