@@ -161,6 +161,11 @@ def parser() -> argparse.ArgumentParser:
                              "value enters the key (repeatable; also $BUILDER_PASS_ENV=A,B). "
                              "Nothing else of your environment reaches a step: "
                              "docs/step-environment.md")
+        sp.add_argument("--secret-env", action="append", default=[], metavar="NAME",
+                        help="pass this variable (a credential, e.g. HF_TOKEN) to the steps "
+                             "that build and test, when they start: never in the plan or the "
+                             "key, masked in every output (repeatable; a recipe names its own "
+                             "with secrets:): docs/secrets-and-timeouts.md")
 
     pl = sub.add_parser("plan", help="show exactly what a build would do (runs nothing)",
                         description="Resolve recipes for this host (or --host-facts) and show "

@@ -11,11 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from builder.cli.outputs import print_outputs, print_wheels
 from builder.cli.planning import make_plan
+from builder.cli.rounds import Rounds
 from builder.errors import Interrupted, PlanError, UsageError
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
-from builder.plan.payloads import PublishKernels, WheelBuild
+from builder.plan.payloads import PublishKernels
 from builder.recipe.recipeset import display_path
+from builder.resolve.secretenv import missing
 from builder.util.runner import Runner
 from builder.workspace.paths import Workspace
 
@@ -66,6 +69,7 @@ def _check_budget(plan: BuildPlan, args: argparse.Namespace) -> None:
 
 def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = None) -> int:
     from builder.errors import DownloadFailed
+    from builder.execute.executor import needs_work
     from builder.workspace.lock import workspace_lock
 
     t0 = time.monotonic()
@@ -90,15 +94,21 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
 
         session = dist.begin(args, ws)  # before planning: --dist implies sccache
         unusable: frozenset[str] = frozenset()
+        rounds = Rounds()
         while True:
             plan, named = make_plan(args, ws, plan_all=False, unusable=unusable,
                                    check_sources=True)
+            rounds.said(plan)
             _check_requested(plan, args, named)
             if args.lockfile is not None:
-                from builder.workspace.pins import check
+                from builder.cli.planning import load_recipes
+                from builder.workspace.pins import check, source_files
 
-                check(plan, args.lockfile)
+                rs, roots = load_recipes(args, ws)
+                check(plan, args.lockfile,
+                      source_files(plan, list(rs.closure(roots)), ws))
             _check_budget(plan, args)
+            missing(plan.steps, os.environ)  # before anything runs, with the recipe line
             from builder.workspace.ownership import preflight
             from builder.workspace.usage import record_in_use
 
@@ -107,20 +117,28 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             preflight([(s.kind, s.payload.tree) for s in plan.steps
                        if isinstance(s.payload, PublishKernels) and s.status == BUILD],
                       ws.state)
-            ran = _execute(args, ws, plan, runner, t0)
+            now, waiting = rounds.split(plan)
+            if rounds.summary is not None and not needs_work(now):
+                summary, ex = rounds.summary, rounds.ex  # what waited is up to date
+                break
+            ran = _execute(args, ws, now, runner, t0, rounds)
             if ran is None:
                 dist.end(session)
                 return 0
-            summary, ex = ran
+            summary, ex = rounds.add(*ran)
+            if waiting and summary.ok:  # planned again, with what was just built
+                continue
             # A download that came back corrupted (already removed) is rebuilt; one that
             # failed because the remote is down is rebuilt with --remote-optional.
             retry = frozenset(f.key for f in summary.failed if isinstance(f, DownloadFailed)
                               and (f.corrupt or args.remote_optional)) - unusable
             if not retry or len(retry) < sum(1 for f in summary.failed):
+                summary.aborted += rounds.abandon(plan, waiting)
                 break
             for f in summary.failed:
                 print(f"note: {f.step_id}: {f.explanation}; building it here instead",
                       file=sys.stderr)
+            rounds.retried()
             unusable |= retry
     dist.end(session)
     for failure in summary.failed:
@@ -135,43 +153,21 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
         print(f"out of memory: {line}")
     for line in ex.memory_notes:  # no OOM kill, but time lost: requeues, a scheduler failure
         print(f"memory: {line}")
-    _print_wheels(plan)
+    print_wheels(plan)
     _print_branch_pins(plan, ws)
+    for line in rounds.cutoffs:
+        print(line)
     for sid, counts in ex.test_counts.items():  # a test that ran nothing is no pass
         print(f"tests: {sid}: {counts.text() if counts else 'ran (no count in its output)'}")
     status = "failed" if not summary.ok else "done"
     print(f"{status}: {len(summary.done)} step(s) run, {len(summary.cached)} cached, "
           f"{len(summary.failed)} failed, {len(summary.aborted)} not run" +
           (f", {len(summary.oom)} compile(s) killed out of memory" if summary.oom else "") +
-          f" — {summary.seconds:.1f}s; {_variant_results(plan, summary)}")
-    _print_outputs(plan, summary)
+          f" — {summary.seconds:.1f}s; {_variant_results(plan, summary, rounds.built)}")
+    print_outputs(plan, summary)
     if not summary.ok:
         return 1
     return 0
-
-
-def _print_wheels(plan: BuildPlan) -> None:
-    """Each wheel the build has, with its tag's story: the manylinux policy auditwheel
-    found, or why the wheel kept its linux tag (never silently)."""
-    from builder.wheels.repair import find
-
-    for s in plan.steps:
-        w = s.payload
-        if not isinstance(w, WheelBuild) or s.status == SKIP:
-            continue
-        whl = find(w)
-        if whl is None:
-            continue
-        stem = whl.name[:-4]
-        if w.variant_label:  # the label follows the platform tag
-            stem = stem[:-len(w.variant_label) - 1]
-        tag = stem.rsplit("-", 1)[-1].split(".")[0]
-        how = w.note if not w.policy else \
-            f"{tag}: the oldest manylinux policy its binaries satisfy (auditwheel)" \
-            if w.policy == "auto" else f"{tag} (wheel.manylinux), checked by auditwheel"
-        print(f"wheel: {display_path(whl)} — {how}")
-        if not w.policy and w.fix:
-            print(f"  fix: {w.fix}")
 
 
 def _variant_counts(plan: BuildPlan) -> str:
@@ -185,14 +181,16 @@ def _variant_counts(plan: BuildPlan) -> str:
     return ", ".join(p for p in parts if p) or "no variants"
 
 
-def _variant_results(plan: BuildPlan, summary: Any) -> str:
-    """After the run: variants built (or downloaded), failed, up to date, skipped."""
+def _variant_results(plan: BuildPlan, summary: Any, built: frozenset[str] = frozenset()
+                     ) -> str:
+    """After the run: variants built (or downloaded), failed, up to date, skipped;
+    ``built``: those built by an earlier round of the same build."""
     bad = {f.step_id.rsplit("/", 1)[0] for f in summary.failed} | {
         a.rsplit("/", 1)[0] for a in summary.aborted}
     n = {"built": 0, "failed": 0, "up to date": 0, "skipped": 0}
     for v in plan.variants:
         word = "skipped" if v.status == SKIP else "failed" if v.id in bad else \
-            "up to date" if v.status == CACHED else "built"
+            "up to date" if v.status == CACHED and v.id not in built else "built"
         n[word] += 1
     return "variants: " + ", ".join(f"{k} {w}" for w, k in n.items() if k or w == "built")
 
@@ -208,25 +206,6 @@ def _print_skips(plan: BuildPlan, with_tests: bool) -> None:
             if st.kind == "test" and st.status == SKIP and st.variant not in skipped:
                 print(f"  skipped {st.id}: {st.reason}" +
                       (f"\n      fix: {st.fix}" if st.fix else ""))
-
-
-def _print_outputs(plan: BuildPlan, summary: Any) -> None:
-    """Where each variant's results are: install tree, published kernels, wheels."""
-    failed = {f.step_id.rsplit("/", 1)[0] for f in summary.failed} | {
-        a.rsplit("/", 1)[0] for a in summary.aborted}
-    lines = []
-    for v in plan.variants:
-        if v.status == SKIP or v.id in failed:
-            continue
-        steps = [s for s in plan.steps if s.variant == v.id and s.status != SKIP]
-        kernels = [o for s in steps if s.kind == "publish-kernels" for o in s.outputs]
-        wheels = [o for s in steps if s.kind == "wheel" for o in s.outputs]
-        where = [display_path(Path(p)) for p in kernels or [v.prefix]]
-        where += [display_path(Path(w)) for w in wheels]
-        lines.append(f"  {v.id}: {', '.join(where)}")
-    if lines:
-        print("outputs:")
-        print("\n".join(lines))
 
 
 def _nothing_to_do(plan: BuildPlan, verbose: bool, seconds: float) -> None:
@@ -252,13 +231,13 @@ def _nothing_to_do(plan: BuildPlan, verbose: bool, seconds: float) -> None:
         _print_skips(plan, with_tests=False)
         for n in plan.notes:
             print(f"note: {n}")
-        _print_wheels(plan)
+        print_wheels(plan)
 
 
 def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
-             t0: float) -> tuple[Any, Any] | None:
-    """Run ``plan`` with progress output and a build record; None when nothing needs
-    doing (after saying so)."""
+             t0: float, rounds: Rounds | None = None) -> tuple[Any, Any] | None:
+    """Run ``plan`` with progress output and a build record (one for all ``rounds``);
+    None when nothing needs doing (after saying so)."""
     from builder.cli.progress import LinePrinter
     from builder.execute.executor import Executor, needs_work
     from builder.execute.record import BuildRecorder, load_times
@@ -269,6 +248,8 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
         _nothing_to_do(plan, args.verbose, time.monotonic() - t0)
         return None
     recorder = BuildRecorder(plan, ws)
+    if rounds is not None:
+        recorder = rounds.recorder(recorder)
     live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
     printer: Any = LinePrinter(quiet=args.quiet, verbose=args.verbose)
     down = f", {counts[DOWNLOAD]} to download" if counts[DOWNLOAD] else ""

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from builder.cli import args as cli_args
-from builder.cli.planning import find_project, host_facts, make_plan
+from builder.cli.planning import find_project, host_facts, load_recipes, make_plan
 from builder.errors import BuilderError, FileSystemError, UsageError
 from builder.recipe.recipeset import RecipeSet, display_path
 from builder.resolve.request import Request
@@ -175,10 +175,12 @@ def cmd_matrix(args: argparse.Namespace, ws: Workspace) -> int:
 
 
 def cmd_lock(args: argparse.Namespace, ws: Workspace) -> int:
-    from builder.workspace.pins import write
+    from builder.workspace.pins import source_files, write
 
     plan, _ = make_plan(args, ws, plan_all=False)
-    n = write(plan, args.output, force=args.force)
+    rs, roots = load_recipes(args, ws)
+    n = write(plan, args.output, force=args.force,
+              files=source_files(plan, list(rs.closure(roots)), ws))
     from builder.workspace.pins import remember
 
     remember(ws, args.output)

@@ -12,7 +12,7 @@ from builder.host.facts import HostFacts, load_host_facts
 from builder.host.probe import probe
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet
-from builder.resolve import stepenv
+from builder.resolve import secretenv, stepenv
 from builder.resolve.options import secret_options
 from builder.resolve.request import Request
 from builder.resolve.resolver import env_snapshot, resolve
@@ -100,6 +100,7 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
                    pass_env=stepenv.snapshot(stepenv.pass_names(
                        getattr(args, "env", []),
                        os.environ.get(stepenv.PASS_ENV_SETTING, "")), os.environ),
+                   secret_env=secretenv.cli_names(getattr(args, "secret_env", [])),
                    own_pythonpath=own_pythonpath(),
                    wheel_variants=getattr(args, "wheel_variants", False))
 
@@ -164,6 +165,12 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
     for r in closure:  # the plan holds references to them: kept here, for the children
         for name, value in secret_options(r, request).items():
             remember(name, value)
+        for name, value in secretenv.env_values(r, os.environ).items():
+            remember(name, value)
+        for name in {*r.build_spec.secrets, *(n for t in r.tests for n in t.secrets),
+                     *request.secret_env}:
+            if name in os.environ:  # passed to its steps at run time; masked everywhere
+                remember(f"env/{name}", os.environ[name])
     state = read_state(ws, closure)
     notes: list[str] = []
     if request.remote:
@@ -176,10 +183,12 @@ def make_plan(args: argparse.Namespace, ws: Workspace, plan_all: bool,
         except RemoteError as exc:
             if not getattr(args, "remote_optional", False):
                 raise
-            keys = frozenset()
+            keys = {}
             notes.append(f"remote '{exc.remote}' {exc.why}: building locally "
                          f"(--remote-optional)")
-        state = replace(state, remote_keys=keys - unusable)
+        state = replace(state, remote_keys=frozenset(keys) - unusable,
+                        remote_outputs=tuple(sorted((k, o) for k, o in keys.items()
+                                                    if o and k not in unusable)))
     plan = resolve(roots, rs, request, host, state, ws)
     if check_sources:
         from builder.plan.model import BUILD

@@ -44,6 +44,8 @@ class LinePrinter:
                 print("::endgroup::", flush=True)
         elif e.kind == "aborted":
             print(f"{where} not run {e.step} ({e.message})", flush=True)
+        elif e.kind == "progress" and not self.quiet:
+            print(f"{where} ...     {e.step}: {e.message}", flush=True)
         elif e.kind == "skip" and self.verbose:
             print(f"{where} skip    {e.step}: {e.message}", flush=True)
         elif e.kind == "cached" and self.verbose:
@@ -170,6 +172,8 @@ class LiveProgress:
                 self.console.print(f"[red]FAILED[/red] {e.step} ({e.seconds:.1f}s)")
             elif e.kind == "done" and self.verbose:
                 self.console.print(f"done {e.step} ({e.seconds:.1f}s)")
+        elif e.kind == "progress":
+            self.console.print(f"{e.step}: {e.message}", markup=False, highlight=False)
 
     def line(self, step: str, text: str) -> None:
         self.console.print(f"    {text}", markup=False, highlight=False)

@@ -9,6 +9,7 @@ from builder.errors import DownloadFailed, StepFailed
 from builder.execute.host import StepHost
 from builder.plan.model import Step
 from builder.plan.payloads import Download
+from builder.util.waiting import ticker
 
 __all__ = ["download"]
 
@@ -23,7 +24,9 @@ def download(ex: StepHost, step: Step) -> None:
     name, key, conan = dl.remote, dl.key, dl.conan
     log = ex.log_path(step)
     try:
-        ex.commands(step)
+        with ticker(lambda t: ex.progress(step, f"conan download from {name}: still waiting "
+                                                f"({t:.0f} s of {step.timeout} s)")):
+            ex.commands(step)
     except StepFailed as failed:
         why, fix = rm.explain(name, "\n".join(failed.tail))
         raise DownloadFailed(step.id, failed.log_path, f"remote '{name}' {why}; {fix}",

@@ -53,7 +53,7 @@ OOM_MARKERS = tuple(m.decode() for m in launcher.OOM_MARKERS)
 
 @dataclass(frozen=True)
 class Event:
-    kind: str  # start | done | cached | skip | failed | aborted
+    kind: str  # start | done | cached | skip | failed | aborted | progress
     step: str
     seconds: float = 0.0
     message: str = ""
@@ -106,6 +106,11 @@ class Executor:
               index: int = 0) -> None:
         self.on_event(Event(kind, step.id, seconds, message, index, len(self.plan.steps)))
 
+    def progress(self, step: Step, text: str) -> None:
+        """A line saying how a long wait of ``step`` goes (a fetch, a download), shown
+        without ``-v``: a slow or silent server is seen as one."""
+        self.emit("progress", step, message=text)
+
     def run(self) -> Summary:
         summary = Summary()
         start = time.monotonic()
@@ -156,6 +161,11 @@ class Executor:
 
             env = test_env(env)
         base = self.step_env(step, {})
+        gone = [(n, where) for n, where in step.secrets if n not in base]
+        if gone:  # the build checks first (resolve.secretenv.missing): unset since
+            raise StepFailed(step.id, [], 1, str(log), [],
+                             f"{gone[0][1]}: the secret {gone[0][0]} is not set in the "
+                             f"environment; export it in the shell that runs builder")
         for folder in (base["TMPDIR"], base["HOME"]):  # builder's, or the host's (a fetch)
             if not os.path.isdir(folder):
                 writer.make_dirs(folder)
@@ -172,8 +182,9 @@ class Executor:
         time (:func:`builder.resolve.stepenv.compose`) — nothing else of this process's."""
         base = self._bases.get(step.variant) or stepenv.variant_env(
             tool_paths=[sys.executable], state=str(self.ws.state))
+        names = [n for n, _ in step.secrets]  # the recipe's secrets for this step
         return stepenv.compose(base, dict(step.env) if changes is None else changes,
-                               step.kind, os.environ)
+                               step.kind, os.environ, names)
 
     def _run_all(self, step: Step, cwd: Path, env: dict[str, str], log: Path,
                  callback: Callable[[str], None] | None) -> None:

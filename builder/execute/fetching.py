@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from builder.plan.payloads import FetchSource
 from builder.util import writer
 from builder.util.files import replace_dir
 from builder.util.secrets import redact, reveal
+from builder.util.waiting import ticker
 
 __all__ = ["fetch"]
 
@@ -37,7 +39,8 @@ def fetch(ex: StepHost, step: Step) -> None:
             try:
                 # the URL with its token, read in this process only (never an argv)
                 fetch.download(reveal(src.credential) if src.credential else src.location,
-                               archive, src.sha256, limits)
+                               archive, src.sha256, limits,
+                               progress=lambda line: ex.progress(step, line))
                 fetch.extract(archive, partial, limits, src.location)
             finally:
                 writer.remove(archive)
@@ -46,7 +49,9 @@ def fetch(ex: StepHost, step: Step) -> None:
         env = (*step.env, *policy.git_env().items(), *fetch.git_transport_env().items())
         cut = len(step.commands) - src.patches  # the checkout, then the patches
         try:
-            ex.commands(replace(step, timeout=timeout, env=env, commands=step.commands[:cut]))
+            with _still_waiting(ex, step, step.commands[:cut], timeout):
+                ex.commands(replace(step, timeout=timeout, env=env,
+                                    commands=step.commands[:cut]))
             policy.prune(partial, src.exclude)  # excluded: gone before the patches apply
             ex.commands(replace(step, timeout=timeout, env=env, commands=step.commands[cut:]))
         except StepFailed as failed:
@@ -73,6 +78,15 @@ def fetch(ex: StepHost, step: Step) -> None:
         raise StepFailed(step.id, [], 1, str(failed_log), [said], said) from None
     finally:
         writer.remove(partial)
+
+
+def _still_waiting(ex: StepHost, step: Step, commands: tuple[tuple[str, ...], ...],
+                   timeout: int) -> AbstractContextManager[None]:
+    """Lines saying the checkout (``git clone: still waiting (30 s of 1800 s)``) goes on."""
+    first = commands[0] if commands else ()
+    what = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(first[:2])) or "fetch"
+    return ticker(lambda t: ex.progress(step, f"{what}: still waiting ({t:.0f} s of "
+                                              f"{timeout} s)"))
 
 
 def _copy_path(src: FetchSource, partial: Path) -> None:

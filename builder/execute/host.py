@@ -35,5 +35,8 @@ class StepHost(Protocol):
     def log_path(self, step: Step) -> Path:
         """The step's log file."""
 
+    def progress(self, step: Step, text: str) -> None:
+        """Say how a long wait of the step goes (a "progress" event)."""
+
     def step_env(self, step: Step, changes: dict[str, str] | None = None) -> dict[str, str]:
         """The whole environment the step runs with (resolve.stepenv.compose)."""

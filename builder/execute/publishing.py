@@ -29,7 +29,8 @@ def publish_install(ex: StepHost, step: Step) -> None:
     if pub.record is not None:  # what the build read: the next plan checks it
         record = _record(ex, pub.record)
         if record is not None:
-            manifest.update(config_key=pub.record.config_key, record=record)
+            manifest.update(config_key=pub.record.config_key, record=record,
+                            **({"own_key": pub.record.own_key} if pub.record.own_key else {}))
     atomic_write(stage / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
     replace_dir(stage, prefix)
 

@@ -44,6 +44,8 @@ class BuildRecorder:
         self.steps: dict[str, dict[str, Any]] = {}
 
     def event(self, e: Event) -> None:
+        if e.kind == "progress":  # a line while a step waits: not a state of the step
+            return
         now = time.time()
         rec = self.steps.setdefault(e.step, {"id": e.step, "status": "pending"})
         if e.kind == "start":
@@ -51,7 +53,7 @@ class BuildRecorder:
         elif e.kind in ("done", "failed"):
             rec.update(end=now, status=e.kind, seconds=round(e.seconds, 3))
             rec.setdefault("start", now - e.seconds)
-        else:
+        elif rec["status"] not in ("done", "failed"):  # run by an earlier round: stays
             rec.update(status=e.kind, message=e.message)
 
     def save(self, summary: Summary, interrupted: bool = False) -> Path:

@@ -42,6 +42,9 @@ class Step:
     #: for steps done in-process (render, fetch, publish…): what to do, as typed data
     payload: Payload | None = None
     timeout: int = 3600
+    #: (NAME, where the recipe declares it) of each variable the step gets from the
+    #: invoking environment when it starts (resolve.secretenv): names only, never values
+    secrets: tuple[tuple[str, str], ...] = ()
 
 
 _STEP_FIELDS = tuple(f.name for f in fields(Step))
@@ -84,6 +87,10 @@ class Variant:
     #: the folders its sources are read from (a path source's folder, the fetched or
     #: patched tree): under ``--sandbox``, the only project files a step can read
     sources: tuple[str, ...] = ()
+    #: the dependencies still to be built whose output its compile key waits for
+    #: (resolve.keys.pending): ``builder build`` plans it again once they are built, and
+    #: reuses its install if what they made is byte-identical
+    waits_for: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:

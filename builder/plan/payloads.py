@@ -126,6 +126,9 @@ class RecordInputs:
     #: added or removed since is noticed
     names: tuple[tuple[str, str], ...]
     collected: tuple[str, ...] = ()  # install.files patterns, absolute
+    #: the compile key less the dependencies' outputs (resolve.keys.own_key): what the
+    #: next plan reuses while nothing recorded changed
+    own_key: str = ""
 
 
 @dataclass(frozen=True)

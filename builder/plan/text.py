@@ -88,6 +88,8 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
     if show_commands:
         for k, v in s.env:
             lines.append(f"        env {k}={v}")
+        for k, where in s.secrets:  # the name only: the value is read when it starts
+            lines.append(f"        env {k} from the shell when it runs (a secret, {where})")
         for argv in s.commands:
             lines.append(f"        $ {shlex.join(argv)}")
         if isinstance(s.payload, RenderFiles):

@@ -241,6 +241,11 @@ class TestSpec:
     #: a bool option that builds the test: off, the test is skipped (out of the repr like
     #: allow_empty; the option's value is in the compile key)
     enabled_by: str = field(default="", repr=False)
+    #: environment variables passed from the invoking shell at run time, by name (never
+    #: keyed, never in a plan: builder.resolve.stepenv)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    #: the ``env`` entries declared ``secret: true``: the plan holds a reference
+    secret_env: tuple[str, ...] = field(default=(), repr=False)
 
     def device_for(self, backend: str) -> str:
         return dict(self.devices).get(backend, backend)
@@ -280,6 +285,11 @@ class BuildSpec:
     config_settings: tuple[tuple[str, str], ...] = ()
     #: xmake: extra ``xmake f`` arguments (bool options substitute as y/n)
     configure_args: tuple[str, ...] = ()
+    #: environment variables passed from the invoking shell to the steps that build, at
+    #: run time, by name (never keyed, never in a plan: builder.resolve.stepenv)
+    secrets: tuple[str, ...] = field(default=(), compare=False)
+    #: the ``env`` entries declared ``secret: true``: the plan holds a reference
+    secret_env: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

@@ -270,7 +270,8 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
         install=_install(data.get("install") or {}),
         build_spec=m.BuildSpec(
             frontend=build.get("frontend", "pip"),
-            env=tuple((k, _define_value(v)) for k, v in (build.get("env") or {}).items()),
+            env=_env(build.get("env")), secret_env=_secret_env(build.get("env")),
+            secrets=tuple(build.get("secrets") or ()),
             config_settings=tuple((k, _define_value(v)) for k, v in
                                   (build.get("config_settings") or {}).items()),
             configure_args=tuple(build.get("configure_args") or ())),
@@ -278,7 +279,9 @@ def build_model(data: dict[str, Any], pos: Positions, file: Path, display: str,
                                tuple((v.get("min_arch") or {}).items()),
                                tuple((b, tuple(f)) for b, f in (v.get("flags") or {}).items()))
                       for k, v in (data.get("kernels") or {}).items()),
-        digest=digest, positions=pos, substituted=tuple(interpolated(schema(), data)))
+        digest=digest, positions=pos,
+        substituted=tuple(t for t in interpolated(schema(), data) if not _secret_text(t.path,
+                                                                                     data)))
 
 
 def _sources(data: dict[str, Any], recipe_dir: Path) -> tuple[m.Source, ...]:
@@ -340,10 +343,40 @@ def _requires(req: dict[str, Any]) -> m.Requires:
 
 
 def _test(t: dict[str, Any]) -> m.TestSpec:
-    return m.TestSpec(t["name"], tuple(t["run"]), tuple((t.get("env") or {}).items()),
+    return m.TestSpec(t["name"], tuple(t["run"]), _env(t.get("env")),
                       tuple(t.get("backends", ())), tuple((t.get("devices") or {}).items()),
                       t.get("timeout", 1800), bool(t.get("needs_gpu", False)), t.get("cwd", ""),
-                      bool(t.get("allow_empty", False)), t.get("enabled_by", ""))
+                      bool(t.get("allow_empty", False)), t.get("enabled_by", ""),
+                      secrets=tuple(t.get("secrets") or ()),
+                      secret_env=_secret_env(t.get("env")))
+
+
+def _env(raw: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    """An ``env`` mapping's (name, text): an entry ``{value, secret}`` by its value."""
+    return tuple((k, v["value"] if isinstance(v, dict) else _define_value(v))
+                 for k, v in (raw or {}).items())
+
+
+def _secret_env(raw: dict[str, Any] | None) -> tuple[str, ...]:
+    """The names of an ``env`` mapping's entries declared ``secret: true``."""
+    return tuple(k for k, v in (raw or {}).items() if isinstance(v, dict) and v["secret"])
+
+
+def _secret_text(path: tuple[str | int, ...], data: dict[str, Any]) -> bool:
+    """Whether ``path`` is the value of a ``secret: true`` env entry: substituted from the
+    environment when builder runs (its value never enters a key or a plan), not with the
+    recipe's other texts (builder.resolve.secretenv)."""
+    if len(path) < 2 or path[-1] != "value":
+        return False
+    node: Any = data
+    for part in path[:-1]:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return False
+    return isinstance(node, dict) and node.get("secret") is True
 
 
 def _install(inst: dict[str, Any]) -> m.InstallSpec:

@@ -61,6 +61,7 @@ __all__ = [
     "explain",
     "keys_in",
     "locate",
+    "outputs_in",
     "publish",
     "remote_keys",
     "tree_hashes",
@@ -79,7 +80,8 @@ class BuilderArtifacts(ConanFile):
     name = {name!r}
     version = {version!r}
     package_type = "build-scripts"
-    options = {{"builder_key": ["ANY"]}}
+    options = {{"builder_key": ["ANY"], "builder_output": ["ANY"]}}
+    default_options = {{"builder_output": ""}}
 
     def package(self):
         src = self.conf.get("user.builder:stage", check_type=str)
@@ -149,7 +151,15 @@ def conan_env(ws: Workspace) -> dict[str, str]:
 
 def keys_in(listing: dict[str, Any]) -> set[str]:
     """Compile keys of the packages in a ``conan list --format json`` result."""
-    keys: set[str] = set()
+    return set(outputs_in(listing))
+
+
+def outputs_in(listing: dict[str, Any]) -> dict[str, str]:
+    """Compile key → the output digest of its install (the artifacts package's option
+    ``builder_output``; "" when it was published without one) of the packages in a
+    ``conan list --format json`` result: what a dependent of a variant to be downloaded
+    is keyed by (early cutoff, resolve.keys)."""
+    keys: dict[str, str] = {}
     for where in listing.values():
         if not isinstance(where, dict):
             continue
@@ -158,22 +168,25 @@ def keys_in(listing: dict[str, Any]) -> set[str]:
                 continue
             for rev in (ref.get("revisions") or {}).values():
                 for pkg in (rev.get("packages") or {}).values():
-                    key = ((pkg.get("info") or {}).get("options") or {}).get("builder_key")
+                    options = (pkg.get("info") or {}).get("options") or {}
+                    key = options.get("builder_key")
                     if key:
-                        keys.add(str(key))
+                        keys[str(key)] = keys.get(str(key)) or \
+                            str(options.get("builder_output") or "")
     return keys
 
 
 def remote_keys(ws: Workspace, conan: str, remote: str, names: Iterable[tuple[str, str]],
-                capture: Capture = _default_capture) -> frozenset[str]:
+                capture: Capture = _default_capture) -> dict[str, str]:
     """The compile keys whose artifacts package (the completeness marker) ``remote``
-    holds, for the recipes ``names`` ((name, version) pairs).  Raises
-    :class:`RemoteError` when the remote is unknown, down or refuses us."""
+    holds, for the recipes ``names`` ((name, version) pairs), each with its install's
+    output digest ("" unknown: :func:`outputs_in`).  Raises :class:`RemoteError` when the
+    remote is unknown, down or refuses us."""
     ensure_conan_home(ws)
     if remote not in configured(ws):
         raise RemoteError(remote, "is not configured in builder's Conan home "
                           f"({ws.conan_home})", f"builder remote add {remote} URL")
-    keys: set[str] = set()
+    keys: dict[str, str] = {}
     out_file = ws.temp_file("remote-list")
     try:
         for name, version in sorted(set(names)):
@@ -192,10 +205,10 @@ def remote_keys(ws: Workspace, conan: str, remote: str, names: Iterable[tuple[st
             if rc != 0 or err:
                 why, fix = explain(remote, f"{out}\n{err or ''}")
                 raise RemoteError(remote, why, fix)
-            keys |= keys_in(listing)
+            keys.update(outputs_in(listing))
     finally:
         writer.remove(out_file)
-    return frozenset(keys)
+    return keys
 
 
 # -- execution: find, check and place downloaded packages -------------------------------
@@ -318,6 +331,14 @@ def build_profile() -> str:
             f"arch={CONAN_ARCH.get(machine, machine)}\n")
 
 
+def _output(v: Variant) -> str:
+    """The output digest of ``v``'s install ("" without one: a kernel tree)."""
+    from builder.workspace.state import output_digest, read_manifest
+
+    manifest = read_manifest(Path(v.prefix) / "manifest.json")
+    return output_digest(manifest) if manifest and manifest.get("files") is not None else ""
+
+
 def artifacts_conanfile(name: str, version: str) -> str:
     return ARTIFACTS_CONANFILE.format(name=f"{name}-artifacts", version=version)
 
@@ -379,6 +400,7 @@ def publish(plan: BuildPlan, ws: Workspace, remote: str, conan: str, runner: Run
         writer.write_text(work / "profile", build_profile())
         run([conan, "export-pkg", str(work / "recipe"), "-pr:a", str(work / "profile"),
              "-o", f"&:builder_key={v.compile_key}",
+             *(("-o", f"&:builder_output={out}") if (out := _output(v)) else ()),
              "-c", f"user.builder:stage={work / 'content'}",
              "-nr"])
         refs = ([f"{v.recipe}/{v.version}"] if cmake else []) + [artifacts_ref(v.recipe,

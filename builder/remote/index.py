@@ -18,8 +18,6 @@ import hashlib
 import os
 import re
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -176,21 +174,10 @@ def timeout() -> int:
 @contextlib.contextmanager
 def waiting(url: str, say: Callable[[str], None]) -> Iterator[None]:
     """A line every :data:`PROGRESS_EVERY` seconds while the index has not answered."""
-    done = threading.Event()
-    start = time.monotonic()
+    from builder.util.waiting import ticker
 
-    def tick() -> None:
-        while not done.wait(PROGRESS_EVERY):
-            with contextlib.suppress(Exception):
-                say(f"  still waiting for {url} ({time.monotonic() - start:.0f} s)")
-
-    t = threading.Thread(target=tick, daemon=True)
-    t.start()
-    try:
+    with ticker(lambda t: say(f"  still waiting for {url} ({t:.0f} s)"), PROGRESS_EVERY):
         yield
-    finally:
-        done.set()
-        t.join(1.0)
 
 
 def _log_tail(log: Path) -> list[str]:

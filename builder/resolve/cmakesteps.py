@@ -137,17 +137,24 @@ def record_inputs(ctx: VariantContext, vals: dict[str, str]) -> RecordInputs | N
                         owned=(str(ctx.ws.state),),
                         names=tuple((loc, ctx.name_digests.get(loc, "")) for loc in
                                     dict.fromkeys(s.location for s in r.sources)),
-                        collected=collected)
+                        collected=collected,
+                        own_key="" if ctx.own_key == ctx.variant.compile_key else ctx.own_key)
 
 
 def _configure_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
                     defines: dict[str, str], stage: Path, common: StepCommon) -> Step:
     """``cmake -G Ninja`` with Conan's toolchain, the build type, the stage as the install
-    prefix and the recipe's defines."""
+    prefix and the recipe's defines.  A dependent's build folder outlives its
+    dependencies' Conan packages (it is named by their identity, not their content: a
+    dependency rebuilt to the same bytes leaves the dependent as it is), so the package
+    folders CMake cached (``<Package>_DIR``) are forgotten: ``find_package`` finds the
+    dependencies' packages of this build through Conan's toolchain again."""
     v = ctx.variant
     bdir = ctx.ws.build_dir(ctx.recipe.name, ctx.vdir)
+    forget = ("-U", "*_DIR") if ctx.deps else ()
     return Step(id=f"{v.id}/configure", kind="configure",
-                commands=((cmake, "-S", vals["source"], "-B", vals["build"], "-G", "Ninja",
+                commands=((cmake, *forget, "-S", vals["source"], "-B", vals["build"],
+                           "-G", "Ninja",
                            f"-DCMAKE_TOOLCHAIN_FILE={bdir / 'gen' / 'conan_toolchain.cmake'}",
                            f"-DCMAKE_BUILD_TYPE={CMAKE_BUILD_TYPE[v.build_type]}",
                            f"-DCMAKE_INSTALL_PREFIX={stage}", *_make_program(ctx),

@@ -5,7 +5,8 @@ the pins (`builder lock`) that name those inputs one by one.
   build reads in place: the recipe's compile fields, the toolchains *by content*
   (:mod:`builder.host.identity`: the sha256 of what runs — through symlinks, wrapper
   scripts and compiler caches, and the programs a driver runs — with its version
-  output), the dependencies' compile keys, the options, archs, Python and ``${env.X}``
+  output), the dependencies' identities (:func:`identity_key`), the options, archs,
+  Python and ``${env.X}``
   values.  It names the variant's build, stage and install folders, so that a source
   edit rebuilds incrementally in the same build folder.
 * The **compile key** covers what changes the compiled files: the published install tree
@@ -39,6 +40,12 @@ the pins (`builder lock`) that name those inputs one by one.
   plus the source folders' whole content (test data is read by tests, not compiles).
   Test and wheel steps are keyed by it: editing a test command or a test data file
   reruns the tests (and remakes the wheel), never a compile.
+* **Dependencies** enter a dependent's compile key by what their installs hold (the
+  output digest of the install's manifest: each file's sha256, each link's target), not
+  by their keys: a dependency rebuilt to byte-identical output leaves its dependents up
+  to date ("early cutoff", as Bazel and Shake do).  While a dependency is still to be
+  built its output is unknown: the dependent's key is *pending* (:func:`pending`), the
+  plan says so, and ``builder build`` plans it again once the dependency is built.
 
 Which side each recipe field (:class:`builder.recipe.model.Recipe`) is on — when in
 doubt a field is on the compile side (a needless rebuild, never a stale one):
@@ -55,7 +62,7 @@ compile key                ``name``, ``version``, ``sources`` (their content dig
                            compress_mode — and the device-code flags it selects),
                            ``flags``, ``defines``, ``memory`` (unity/PCH change the
                            compile; the rest is kept on this side too), ``requires``
-                           (recipes — through their compile keys —, conan pins, system,
+                           (recipes — what their installs hold —, conan pins, system,
                            python: the specifications and the versions installed in the
                            build's interpreter; builder cannot tell a test-only Python
                            requirement from a build one), ``python`` (versions, abi,
@@ -92,8 +99,9 @@ from builder.resolve.system import table as system_table
 from builder.util.memo import per_object
 from builder.workspace.state import InstallRecord, State
 
-__all__ = ["FORMAT", "KeyInputs", "compile_key", "conan_pins", "config_key", "model_digest",
-           "pins", "python_requirements", "recorded", "source_digest", "test_digest",
+__all__ = ["BY_KEY", "FORMAT", "OUTPUT", "PENDING", "KeyInputs", "compile_key", "conan_pins",
+           "config_key", "identity_key", "model_digest", "own_key", "pending", "pins",
+           "python_requirements", "recorded", "source_digest", "test_digest",
            "tool_versions", "toolchain", "variant_key"]
 
 #: bump when the meaning of a plan or a key changes, so that old caches are not reused
@@ -218,7 +226,9 @@ class KeyInputs:
     sources: list[str]  # source_digest()
     tools: dict[str, str]  # tool_versions()
     conan: list[ConanPin]  # conan_pins()
-    deps: list[str]  # the dependencies' compile keys
+    #: each dependency's identity (:func:`identity_key`): which configuration of it is
+    #: consumed — names the folders, never the content
+    deps: list[str]
     env: tuple[tuple[str, str], ...] = ()  # each ${env.X} a compile input substitutes
     test_env: tuple[tuple[str, str], ...] = ()  # each ${env.X} only the tests substitute
     #: python_requirements(): the build interpreter's versions of requires.python
@@ -228,14 +238,39 @@ class KeyInputs:
     #: the flags builder adds to the device code (``--compress-mode=size``): its default
     #: changes with the toolchain, so the flags themselves are keyed (when there are any)
     code_flags: tuple[str, ...] = ()
+    #: what each dependency's install holds (:data:`OUTPUT` + its output digest), or
+    #: :data:`PENDING` + its compile key while it is still to be built
+    dep_outputs: tuple[str, ...] = ()
 
 
-def config_key(k: KeyInputs) -> str:
+#: a dependency whose install is there: the dependent is keyed by what that install holds
+OUTPUT = "output "
+#: a dependency still to be built: the dependent's compile key waits for its output
+PENDING = "pending "
+#: a dependency whose output is not an install tree builder digests (a kernel tree): the
+#: dependent is keyed by its compile key
+BY_KEY = "key "
+
+
+def config_key(k: KeyInputs, sources: bool = True) -> str:
     """Everything that changes the compiled files but the content of source folders a
-    recorded build reads in place (see the module's docstring)."""
+    recorded build reads in place (see the module's docstring); ``sources=False``: nor
+    the content of any source folder (:func:`identity_key`)."""
+    return _config_key(k) if sources else _digest_config(k, sources=False)
+
+
+@per_object
+def _config_key(k: KeyInputs) -> str:
+    """:func:`config_key`, made once per key inputs (the compile, own and variant keys
+    each start from it)."""
+    return _digest_config(k, sources=True)
+
+
+def _digest_config(k: KeyInputs, sources: bool) -> str:
     r = k.recipe
     return digest(FORMAT, render.templates_digest(), k.conan, r.name, r.version,
-                  model_digest(r), "recorded" if recorded(r) else k.sources, k.backend,
+                  model_digest(r), "recorded" if recorded(r) or not sources else k.sources,
+                  k.backend,
                   k.build_type, list(k.archs),
                   sorted((n, option_text(v)) for n, v in k.options.items()),
                   k.python and (k.py_info.full if k.py_info else k.python), k.tools, k.deps,
@@ -243,10 +278,18 @@ def config_key(k: KeyInputs) -> str:
                   *([list(k.code_flags)] if k.code_flags else []))
 
 
-def compile_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
-    """The digest of everything that changes the variant's compiled files; ``record``:
-    the install made with the same config key, checked against the disk
-    (:meth:`State.record`) — its key while nothing its build read changed."""
+def identity_key(k: KeyInputs) -> str:
+    """Which configuration of a variant a dependent consumes: the config key without the
+    content of any source folder.  A dependent's config key (its folders) holds it, so
+    that a dependency's source edit leaves the dependent's folders — and its install,
+    reused when the dependency's output comes out identical — where they are."""
+    return config_key(k, sources=False)
+
+
+def own_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
+    """The compile key less what the dependencies' installs hold; ``record``: the install
+    made with the same config key, checked against the disk (:meth:`State.record`) — its
+    own key while nothing its build read changed."""
     cfg = config_key(k)
     if not recorded(k.recipe):
         return cfg
@@ -254,6 +297,20 @@ def compile_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
         return record.key
     current = record.current if record is not None and record.config_key == cfg else ""
     return digest(FORMAT, "sources", cfg, k.sources, current)
+
+
+def compile_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
+    """The digest of everything that changes the variant's compiled files: its own key
+    (:func:`own_key`) and what each dependency's install holds — not the dependency's
+    key: a dependency rebuilt to byte-identical output leaves its dependents up to date
+    ("early cutoff")."""
+    own = own_key(k, record)
+    return digest(FORMAT, "deps", own, list(k.dep_outputs)) if k.dep_outputs else own
+
+
+def pending(k: KeyInputs) -> bool:
+    """Whether the compile key waits for a dependency still to be built."""
+    return any(d.startswith(PENDING) for d in k.dep_outputs)
 
 
 def variant_key(k: KeyInputs, record: InstallRecord | None = None) -> str:

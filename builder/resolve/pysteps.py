@@ -42,6 +42,7 @@ from builder.plan.payloads import PublishInstall as Publish
 from builder.recipe.model import FlagSet
 from builder.recipe.subst import substitute
 from builder.resolve.cmakesteps import compiler_cache_env, install_meta, memory_prediction
+from builder.resolve.secretenv import env_reference
 from builder.resolve.steps import (
     BUILD_TIMEOUT,
     StepCommon,
@@ -130,7 +131,8 @@ def python_steps(ctx: VariantContext) -> list[Step]:
     env["DIST_EXTRA_CONFIG"] = str(setup_cfg)
     if ctx.deps:  # required recipes' install trees, for CMake's find_package
         env["CMAKE_PREFIX_PATH"] = ";".join(d.prefix for d, _ in ctx.deps)
-    env.update((k, substitute(x, vals)) for k, x in r.build_spec.env)
+    env.update((k, env_reference(r.name, "build", k) if k in r.build_spec.secret_env
+                else substitute(x, vals)) for k, x in r.build_spec.env)
     dist = bdir / "dist"
     py = ctx.python.path if ctx.python else "python3"
     settings = [f"{k}={substitute(x, vals)}" for k, x in r.build_spec.config_settings]
@@ -147,7 +149,11 @@ def python_steps(ctx: VariantContext) -> list[Step]:
     steps = [*fetch,
              Step(id=f"{sid}/prepare", kind="prepare", deps=pre, outputs=(str(bdir / "bin"),),
                   payload=PrepareBuild(
-                      clean=(str(dist),), wrappers=wrappers,
+                      # a dependent's folders outlive its dependencies' installs (early
+                      # cutoff keeps them), and setuptools does not see a dependency's
+                      # headers or libraries change: a dependent compiles from scratch
+                      clean=(str(dist), *((str(bdir / "setuptools"),) if ctx.deps else ())),
+                      wrappers=wrappers,
                       python=ctx.host.builder_python or "python3",
                       chain=launcher_chain(ctx)[3:],
                       files=((str(setup_cfg), _setuptools_cfg(bdir)),)), **common),

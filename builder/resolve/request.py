@@ -40,6 +40,9 @@ class Request:
     #: the pass-through variables (``--env NAME``, ``BUILDER_PASS_ENV``) that are set, with
     #: their values: every step gets them and they enter the compile key (resolve.stepenv)
     pass_env: tuple[tuple[str, str], ...] = ()
+    #: ``--secret-env NAME``: variables the steps that build and test get from the shell
+    #: when they start — names only, never values, never keyed (resolve.secretenv)
+    secret_env: tuple[str, ...] = ()
     #: where builder itself is imported from when its interpreter does not have it (a
     #: checkout on PYTHONPATH): its compiler launchers in the steps need it; "" otherwise
     own_pythonpath: str = ""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from builder import backends as registry
 from builder.backends import Backend
@@ -27,7 +26,7 @@ from builder.backends.platforms import Platform
 from builder.errors import Diagnostic, UnsupportedError, UsageError
 from builder.host.facts import HostFacts
 from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step, Variant
-from builder.plan.payloads import FetchSource, PublishKernels
+from builder.plan.payloads import PublishKernels
 from builder.recipe.model import BackendSpec, OptionValue, Recipe, option_text
 from builder.recipe.recipeset import RecipeSet
 from builder.recipe.subst import SubstitutionError
@@ -37,8 +36,10 @@ from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
 from builder.resolve.keyinputs import env_inputs, env_names, require_set
 from builder.resolve.options import resolve_options
+from builder.resolve.order import branch_notes, ordered
 from builder.resolve.pysteps import python_steps
 from builder.resolve.request import Request, memory_budget
+from builder.resolve.secretenv import with_build_secrets
 from builder.resolve.steps import VariantContext, up_to_date
 from builder.resolve.steps import tool as host_tool
 from builder.resolve.xmakesteps import xmake_steps
@@ -129,6 +130,10 @@ class _Resolution:
         self.variants: dict[str, Variant] = {}
         self.steps: list[Step] = []
         self.memo: dict[tuple[str, str, str, str], Variant] = {}
+        #: variant id → (its key inputs, what its dependents are keyed by: keys.OUTPUT,
+        #: or keys.PENDING or keys.BY_KEY with its compile key)
+        self.consumed: dict[str, tuple[keys.KeyInputs, str]] = {}
+        self.identities: dict[str, str] = {}  # variant id → keys.identity_key, once
 
     def variant(self, recipe: Recipe, backend: str, build_type: str, python: str,
                 arch: str = "") -> Variant:
@@ -158,10 +163,30 @@ class _Resolution:
         variant, new_steps = self._steps(variant, inputs, found, deps, arch)
         self.memo[memo_key] = variant
         self.variants[variant.id] = variant
+        self.consumed[variant.id] = (inputs, self._consumed(variant))
         self.steps.extend(new_steps)
         vnotes += branch_notes(recipe.name, new_steps, self.state)
         self.notes.extend(n for n in vnotes if n not in self.notes)
         return variant
+
+    def _identity(self, variant_id: str) -> str:
+        """keys.identity_key of a dependency, made when a dependent first asks (most
+        variants have none)."""
+        if variant_id not in self.identities:
+            self.identities[variant_id] = keys.identity_key(self.consumed[variant_id][0])
+        return self.identities[variant_id]
+
+    def _consumed(self, v: Variant) -> str:
+        """What a dependent of ``v`` is keyed by: the output digest of ``v``'s install when
+        its compile is up to date, pending while it is to be built (or downloaded)."""
+        output = self.state.output(v.compile_key)
+        if self.recipes.by_name[v.recipe].build_system not in INSTALLS or v.status == SKIP:
+            return keys.BY_KEY + v.compile_key
+        if output and v.status in (BUILD, CACHED):
+            return keys.OUTPUT + output
+        if v.status == DOWNLOAD and (remote := self.state.remote_output(v.compile_key)):
+            return keys.OUTPUT + remote  # the bytes the download puts in place
+        return keys.PENDING + v.compile_key
 
     def _check(self, recipe: Recipe, spec: BackendSpec, be: Backend,
                options: dict[str, OptionValue], python: str) -> _Feasibility:
@@ -249,7 +274,8 @@ class _Resolution:
             sources=keys.source_digest(recipe, self.state),
             tools=keys.tool_versions(host, be, found.platform),
             conan=keys.conan_pins(recipe, host, multiarch),
-            deps=[d.compile_key for d in deps],
+            deps=[self._identity(d.id) for d in deps],
+            dep_outputs=tuple(self.consumed[d.id][1] for d in deps),
             env=tuple(env_inputs(recipe, dict(self.request.env), backend=spec.name)) +
             stepenv.key_entries(self.request.pass_env),
             test_env=tuple(env_inputs(recipe, dict(self.request.env), tests=True,
@@ -268,6 +294,12 @@ class _Resolution:
         if record is not None and not record.ok and keys.recorded(recipe):
             vnotes.append(f"{recipe.name} {k.backend} {k.build_type}: rebuilt, since "
                           f"{record.changed} changed after its last build")
+        waits_for = tuple(d.id for d, out in zip(deps, k.dep_outputs, strict=True)
+                          if out.startswith(keys.PENDING))
+        if waits_for:
+            names = ", ".join(dict.fromkeys(d.recipe for d in deps if d.id in waits_for))
+            vnotes.append(f"{recipe.name} {k.backend} {k.build_type}: rebuilds if {names}'s "
+                          f"output changes (decided once {names} is built)")
         # the folders go with the config: a test edit builds in the same ones, a source
         # edit rebuilds incrementally in them
         vdir = f"{k.backend}-{k.build_type}" + (f"-py{python}" if python else "") + \
@@ -288,7 +320,7 @@ class _Resolution:
             prefix=str(prefix), status=status, reason=reason, fix=fix,
             deps=tuple(d.id for d in deps), recipe_file=recipe.display, notes=tuple(vnotes),
             pins=keys.pins(k), compile_key=compile_key, config_key=config_key,
-            env=self._base_env(k))
+            env=self._base_env(k), waits_for=waits_for)
 
     def _base_env(self, k: keys.KeyInputs) -> tuple[tuple[str, str], ...]:
         """The environment every step of the variant starts from (resolve.stepenv)."""
@@ -326,6 +358,7 @@ class _Resolution:
             name_digests=dict(state.name_digests),
             compiled=k.recipe.build_system in INSTALLS and
             variant.compile_key in state.installed,
+            own_key=keys.own_key(k, state.record(variant.config_key)),
             test_python_problems=tuple(
                 (p, *problem) for p in test_pythons if p != found.python
                 and k.recipe.requires.python
@@ -340,7 +373,9 @@ class _Resolution:
         variant = replace(variant, sources=tuple(dict.fromkeys(
             [ctx.source_root(), *(s.location for s in recipe.sources if s.kind == "path")])))
         try:
-            new_steps = _STEPS.get(recipe.build_system, cmake_steps)(ctx)
+            new_steps = with_build_secrets(
+                recipe, _STEPS.get(recipe.build_system, cmake_steps)(ctx),
+                request.secret_env)
         except SubstitutionError as exc:
             if variant.status == SKIP:  # e.g. ${python} of an interpreter this host lacks
                 return variant, []
@@ -365,15 +400,15 @@ class _Resolution:
 
     def plan(self) -> BuildPlan:
         self._one_recipe_per_tree()
-        ordered = _ordered(list(self.variants.values()))
-        order_index = {v.id: i for i, v in enumerate(ordered)}
+        variants = ordered(list(self.variants.values()))
+        order_index = {v.id: i for i, v in enumerate(variants)}
         self.steps.sort(key=lambda s: order_index[s.variant])
         host, budget = self.host, self.budget
         # the budget says where it comes from; the host facts say where they come from
         mem_desc = f"{budget / 2**30:.1f} GiB budget (" + (
             "--memory-budget" if self.request.memory_budget else
             f"{host.memory.usable() / 2**30:.1f} GiB available less a reserve") + ")"
-        return BuildPlan(variants=tuple(ordered), steps=tuple(self.steps),
+        return BuildPlan(variants=tuple(variants), steps=tuple(self.steps),
                          host=f"{host.os}-{host.arch}, {host.cpus} CPUs ({host.source}), "
                               f"{mem_desc}",
                          cpus=host.cpus, memory_budget=budget, jobs=self.jobs,
@@ -394,38 +429,6 @@ class _Resolution:
                     recipe.positions else recipe.display
                 claims.append((s.payload.tree, recipe.name, str(where)))
         shared_tree(claims)
-
-
-def branch_notes(recipe: str, steps: Sequence[Step], state: State) -> list[str]:
-    """Each ``allow_branch`` git source's fetch: the commit it is pinned to and when that
-    was resolved (from the fetched tree's record), or that it is resolved when fetched."""
-    from builder.recipe.semantic import is_full_rev
-    from builder.source.fetch import branch_note
-
-    pinned = {name: (commit, when) for name, commit, when in state.fetched_commits}
-    return [branch_note(recipe, s.payload.location, s.payload.rev,
-                        pinned.get(Path(s.payload.dest).name))
-            for s in steps if isinstance(s.payload, FetchSource) and
-            s.payload.kind == "git" and not is_full_rev(s.payload.rev)]
-
-
-def _ordered(variants: list[Variant]) -> list[Variant]:
-    """Dependencies first; ties keep the order of discovery (deterministic)."""
-    by_id = {v.id: v for v in variants}
-    out: list[Variant] = []
-    seen: set[str] = set()
-
-    def visit(v: Variant) -> None:
-        if v.id in seen:
-            return
-        seen.add(v.id)
-        for d in v.deps:
-            visit(by_id[d])
-        out.append(v)
-
-    for v in variants:
-        visit(v)
-    return out
 
 
 def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple[

@@ -24,7 +24,9 @@ shell built.  A step's environment is, in this order (a later layer wins):
    to a server (proxies, certificates, Conan's login variables, the real ``HOME`` for git's
    and ssh's configuration) and a test may be pointed at a GPU (``CUDA_VISIBLE_DEVICES``…).
    None of them changes what is compiled: a fetched tree is checked against its digest or
-   commit, a download against the hashes written when it was published.
+   commit, a download against the hashes written when it was published.  The variables a
+   recipe names for a step (``build.secrets``, ``test[].secrets``: ``Step.secrets``) join
+   them, for that step only.
 
 :func:`compose` joins the layers; the runner starts the step with exactly that mapping.
 """
@@ -149,10 +151,12 @@ def runtime_names(kind: str, environ: Mapping[str, str]) -> list[str]:
 
 
 def compose(base: Iterable[tuple[str, str]], changes: Mapping[str, str], kind: str,
-            environ: Mapping[str, str]) -> dict[str, str]:
-    """A step's whole environment: the variant's ``base``, the step's ``changes`` and what
-    its ``kind`` takes from the host's ``environ`` at run time — nothing else."""
+            environ: Mapping[str, str], secrets: Iterable[str] = ()) -> dict[str, str]:
+    """A step's whole environment: the variant's ``base``, the step's ``changes``, what
+    its ``kind`` takes from the host's ``environ`` at run time and the ``secrets`` the
+    recipe names for it (:mod:`builder.resolve.secretenv`) — nothing else."""
     env = dict(base)
     env.update(changes)
     env.update({n: environ[n] for n in runtime_names(kind, environ)})
+    env.update({n: environ[n] for n in secrets if n in environ})
     return env

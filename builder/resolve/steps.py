@@ -33,6 +33,7 @@ from builder.recipe.model import FlagSet, OptionValue, Recipe, TestSpec, digest,
 from builder.recipe.subst import substitute
 from builder.recipe.yamlload import format_path
 from builder.resolve.keyinputs import env_values
+from builder.resolve.secretenv import env_reference, test_secrets
 from builder.source.fetch import source_key
 from builder.workspace.paths import Workspace
 
@@ -90,6 +91,8 @@ class VariantContext:
     #: an install with the variant's compile key is complete: its compile steps are
     #: up to date, and its tests run against the install (the stage is gone)
     compiled: bool = False
+    #: the compile key less the dependencies' outputs (resolve.keys.own_key)
+    own_key: str = ""
 
     def flags(self) -> FlagSet:
         """The recipe's flags for the build type, then the backend's, layered; then the
@@ -217,7 +220,7 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str,
         prefix_value = v.prefix
     out: list[Step] = []
     prev = after
-    for t in ctx.recipe.tests:
+    for index, t in enumerate(ctx.recipe.tests):
         if t.backends and v.backend not in t.backends:
             continue
         uses_python = any("${python" in a for a in (*t.run, *(e for _, e in t.env)))
@@ -228,7 +231,8 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str,
                 extra.update({"python": info.path, "python.version": info.version})
             vals = ctx.values(**extra)
             argv = tuple(substitute(a, vals) for a in t.run)
-            env = tuple((k, substitute(e, vals)) for k, e in t.env)
+            env = tuple((k, env_reference(ctx.recipe.name, f"test/{t.name}", k)
+                         if k in t.secret_env else substitute(e, vals)) for k, e in t.env)
             sid = f"{v.id}/test:{t.name}" + (f"@py{py}" if py and len(ctx.test_pythons) > 1
                                                 else "")
             st, rs, fx = (status, reason, fix)
@@ -245,6 +249,7 @@ def test_steps(ctx: VariantContext, after: str, prefix_value: str,
                             if ctx.recipe.build_system == "cmake" else vals["source"],
                             deps=(prev,), status=st, reason=rs, fix=fx,
                             timeout=t.timeout, inputs_hash=inputs_hash,
+                            secrets=test_secrets(ctx.recipe, index),
                             payload=TestRun(allow_empty=True) if t.allow_empty else None))
             if not optional:  # a GPU-only test skipped here does not hold the build back
                 prev = sid

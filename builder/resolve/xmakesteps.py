@@ -22,6 +22,7 @@ from builder.recipe.model import FlagSet
 from builder.recipe.subst import substitute
 from builder.resolve.cmakesteps import install_meta
 from builder.resolve.pysteps import launcher_chain, scheduled_build, wrapper_env
+from builder.resolve.secretenv import env_reference
 from builder.resolve.steps import (
     VariantContext,
     collect_step,
@@ -86,7 +87,8 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
     xenv = {"XMAKE_ROOT": "y", "XMAKE_CONFIGDIR": str(bdir / "xmake-config"),
             "XMAKE_GLOBALDIR": str(ws.state / "xmake-global"),
             **{k: x for k, x in env.items() if k in ("MAX_JOBS", "CUDA_HOME")},
-            **{k: substitute(x, vals) for k, x in r.build_spec.env}}
+            **{k: env_reference(r.name, "build", k) if k in r.build_spec.secret_env
+               else substitute(x, vals) for k, x in r.build_spec.env}}
     xmake = tool(ctx.host, "xmake", "xmake")
     configure = _configure(ctx, xmake, flags, vals, str(bdir / "build"),
                            (cc_wrap, cxx_wrap, env.get("PYTORCH_NVCC", "")))
@@ -95,7 +97,10 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
     pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps) + tuple(f.id for f in fetch)
     steps = [*fetch,
              Step(id=f"{sid}/prepare", kind="prepare", deps=pre, outputs=(str(bdir / "bin"),),
-                  payload=PrepareBuild(clean=(), files=(), wrappers=wrappers,
+                  # a dependent compiles from scratch: xmake does not see a dependency's
+                  # install change (its folders outlive it: early cutoff keeps them)
+                  payload=PrepareBuild(clean=(str(bdir / "build"),) if ctx.deps else (),
+                                       files=(), wrappers=wrappers,
                                        python=ctx.host.builder_python or "python3",
                                        chain=launcher_chain(ctx)[3:]),
                   **common),

@@ -20,6 +20,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from builder.memory.estimate import SOURCE_SUFFIXES, scan_includes
 from builder.util.files import file_sha256
@@ -87,10 +88,13 @@ def tree_digest(root: Path, cache: StatCache | None = None,
 
 
 def tree_digests(root: Path, cache: StatCache | None = None,
-                 exclude: tuple[str, ...] = ()) -> tuple[str, str]:
+                 exclude: tuple[str, ...] = (), files: dict[str, str] | None = None
+                 ) -> tuple[str, str]:
     """(:func:`tree_digest`, a digest of its files' names alone), from one
     walk: the second changes when a file is added, removed or renamed, never when one
-    is edited (:mod:`builder.source.inputs` checks the files a build read by content)."""
+    is edited (:mod:`builder.source.inputs` checks the files a build read by content).
+    ``files``: filled with each entry's own digest (content, mode or link target) by its
+    path relative to ``root`` — what a lockfile lists to say which file drifted."""
     from builder.source.policy import excluded
 
     cache = cache or StatCache()
@@ -130,15 +134,23 @@ def tree_digests(root: Path, cache: StatCache | None = None,
                             content = cache.sha256(p, tst)
                     except OSError:
                         content = "dangling"
-                    h.update(f"{rel}\0link\0{target}\0{content}\n".encode())
+                    _entry(h, files, rel, f"{rel}\0link\0{target}\0{content}\n".encode())
                 elif stat.S_ISREG(st.st_mode):
                     digest = cache.sha256(p, st)
-                    h.update(f"{rel}\0{st.st_mode & 0o111 != 0}\0{digest}\n".encode())
+                    _entry(h, files, rel,
+                           f"{rel}\0{st.st_mode & 0o111 != 0}\0{digest}\n".encode())
                 else:
-                    h.update(f"{rel}\0{_special(st.st_mode)}\n".encode())
+                    _entry(h, files, rel, f"{rel}\0{_special(st.st_mode)}\n".encode())
             except OSError as exc:  # unreadable: its state is part of the digest
-                h.update(f"{rel}\0unreadable\0{exc.errno}\n".encode())
+                _entry(h, files, rel, f"{rel}\0unreadable\0{exc.errno}\n".encode())
     return h.hexdigest(), names.hexdigest()
+
+
+def _entry(h: Any, files: dict[str, str] | None, rel: str, line: bytes) -> None:
+    """One entry of a tree's digest, and of ``files`` when asked."""
+    h.update(line)
+    if files is not None:
+        files[rel] = hashlib.sha256(line).hexdigest()[:16]
 
 
 def compile_units(root: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -15,6 +15,7 @@ import json
 import os
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from builder.errors import FetchError
@@ -43,12 +44,16 @@ def git_transport_env() -> dict[str, str]:
     return {"GIT_ALLOW_PROTOCOL": ":".join(GIT_PROTOCOLS), "GIT_PROTOCOL_FROM_USER": "0"}
 
 
-def download(url: str, dest: Path, expected: str, limits: Limits | None = None) -> None:
+def download(url: str, dest: Path, expected: str, limits: Limits | None = None,
+             progress: Callable[[str], None] | None = None) -> None:
     """Download ``url`` to ``dest``, verifying its sha256 (the file is removed on mismatch),
-    within ``limits`` (time and size).  ``url`` may hold a token: messages show it redacted."""
+    within ``limits`` (time and size).  ``url`` may hold a token: messages show it redacted.
+    ``progress``: told every few seconds how far the download is
+    (:mod:`builder.util.waiting`), also while the server says nothing."""
     import urllib.request  # lazily: planning imports this module, only fetching downloads
 
     from builder.util.secrets import redact
+    from builder.util.waiting import ticker
 
     full, url = url, redact(url)
     limits = limits or Limits()
@@ -64,11 +69,21 @@ def download(url: str, dest: Path, expected: str, limits: Limits | None = None) 
         if not regular:
             raise FetchError(f"cannot download {url}: not a regular file")
     deadline = time.monotonic() + limits.timeout
-    size = 0
+    size, total = 0, ""  # bytes so far; the size the server announced
+
+    def say(seconds: float) -> None:
+        if progress is not None:
+            got = f"{size / 1e6:.1f} MB" + (f" of {total}" if total else "")
+            progress(f"fetching {url}: {got}, {seconds:.0f} s (of at most "
+                     f"{limits.timeout:.0f} s)")
+
     try:
-        with urllib.request.urlopen(full, timeout=min(60, limits.timeout)) as resp, \
+        with ticker(say), \
+                urllib.request.urlopen(full, timeout=min(60, limits.timeout)) as resp, \
                 writer.atomic_file(dest) as out:  # appears only once complete
-            for chunk in iter(lambda: resp.read(1 << 20), b""):
+            length = resp.headers.get("Content-Length", "") if resp.headers else ""
+            total = f"{int(length) / 1e6:.1f} MB" if str(length).isdigit() else ""
+            for chunk in iter(lambda: resp.read(1 << 16), b""):
                 size += len(chunk)
                 if size > limits.max_size:
                     raise FetchError(f"cannot download {url}: larger than the fetch size cap "

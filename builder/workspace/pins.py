@@ -6,7 +6,13 @@ how each is provided (with the system package's version), the GPU archs, the opt
 values, and the recipe's own inputs: a digest of each field of the recipe (its flags,
 defines, backends, …) and of each ``${env.X}`` value it substitutes.  Building with
 ``--lockfile`` refuses anything that differs, naming each difference (which recipe field,
-which variable), so a CI job builds exactly what was locked.
+which variable, which file of a local source folder), so a CI job builds exactly what was
+locked.
+
+A local (``path``) source folder is pinned twice: its content digest in each variant's
+``source`` pin (what the keys use), and — once per folder, in the lockfile's ``sources``
+— a digest per file (:func:`source_files`), so that a drifted ``source`` pin is said as
+the files that changed, appeared or went away.
 """
 
 from __future__ import annotations
@@ -17,10 +23,15 @@ from typing import Any
 
 from builder.errors import PlanError
 from builder.plan.model import BuildPlan, Variant
+from builder.recipe.model import Recipe
 from builder.workspace.paths import Workspace
 
-__all__ = ["GENERATOR", "VERSION", "check", "differences", "entry", "is_lockfile", "lock_data",
-           "read", "remember", "remembered", "write"]
+__all__ = ["GENERATOR", "VERSION", "check", "differences", "entry", "file_drift",
+           "is_lockfile", "lock_data", "read", "remember", "remembered", "source_files",
+           "write"]
+
+#: files named per drifted source folder before "and N more"
+SHOWN_FILES = 10
 
 VERSION = 1
 
@@ -43,12 +54,42 @@ def is_lockfile(head: bytes) -> bool:
     return f'"generator": "{GENERATOR}"'.encode() in head[:200]
 
 
-def write(plan: BuildPlan, path: Path, force: bool = False) -> int:
+def source_files(plan: BuildPlan, recipes: list[Recipe], ws: Workspace
+                 ) -> dict[str, dict[str, str]]:
+    """Each local source folder of the plan's (unskipped) variants → its files' digests
+    by relative path (the digest cache makes an unchanged file cost a stat)."""
+    from builder.source.digest import StatCache, tree_digests
+    from builder.util import records
+
+    used = {v.recipe for v in plan.variants if v.status != "skip"}
+    cache = StatCache(records.read_digest_cache(ws.digest_cache))
+    out: dict[str, dict[str, str]] = {}
+    for r in recipes:
+        for s in r.sources if r.name in used else ():
+            if s.kind == "path" and s.location not in out and Path(s.location).is_dir():
+                files: dict[str, str] = {}
+                tree_digests(Path(s.location), cache, s.exclude, files)
+                out[s.location] = dict(sorted(files.items()))
+    return out
+
+
+def file_drift(locked: dict[str, str], now: dict[str, str]) -> str:
+    """The files of a source folder that differ from the lock, in words ("" none)."""
+    parts = [f"{p} changed" for p in sorted(set(locked) & set(now)) if locked[p] != now[p]]
+    parts += [f"{p} added" for p in sorted(set(now) - set(locked))]
+    parts += [f"{p} removed" for p in sorted(set(locked) - set(now))]
+    more = f", and {len(parts) - SHOWN_FILES} more" if len(parts) > SHOWN_FILES else ""
+    return ", ".join(parts[:SHOWN_FILES]) + more
+
+
+def write(plan: BuildPlan, path: Path, force: bool = False,
+          files: dict[str, dict[str, str]] | None = None) -> int:
     """Write the lockfile the user named: a link, a FIFO, a device or a file builder
-    did not write is refused (``force`` replaces the latter)."""
+    did not write is refused (``force`` replaces the latter).  ``files``: the local source
+    folders' per-file digests (:func:`source_files`)."""
     from builder.util.writer import write_text
 
-    data = {"generator": GENERATOR, **lock_data(plan)}
+    data = {"generator": GENERATOR, **lock_data(plan), **({"sources": files} if files else {})}
     write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n", named=True,
                force=force, recognise=is_lockfile)
     return len(data["variants"])
@@ -81,9 +122,14 @@ def read(path: Path) -> dict[str, Any]:
     return read_lockfile(path, VERSION)
 
 
-def differences(plan: BuildPlan, locked: dict[str, Any]) -> list[str]:
+def differences(plan: BuildPlan, locked: dict[str, Any],
+                files: dict[str, dict[str, str]] | None = None) -> list[str]:
+    """What differs from the lock, one line each; ``files``: the local source folders'
+    per-file digests now, to say which files a drifted ``source`` pin is made of."""
     out: list[str] = []
     variants = locked.get("variants", {})
+    sources = locked.get("sources")
+    locked_files: dict[str, Any] = sources if isinstance(sources, dict) else {}
     for v in plan.variants:
         if v.status == "skip":
             continue
@@ -106,6 +152,10 @@ def differences(plan: BuildPlan, locked: dict[str, Any]) -> list[str]:
                 else:
                     out.append(f"{name}: {group[:-1] if group == 'pins' else 'option'} {k}: "
                                f"locked {w.get(k, '(none)')!r}, now {h.get(k, '(none)')!r}")
+                if group == "pins" and k == "source" and files:
+                    out += [f"{name}: source {folder}: {drift}" for folder in v.sources
+                            if isinstance(locked_files.get(folder), dict) and folder in files
+                            and (drift := file_drift(locked_files[folder], files[folder]))]
     return out
 
 
@@ -125,8 +175,9 @@ def _drift(pin: str, v: Variant, locked: object, now: object) -> str:
             f"{locked}, now {now})")
 
 
-def check(plan: BuildPlan, path: Path) -> None:
-    diffs = differences(plan, read(path))
+def check(plan: BuildPlan, path: Path,
+          files: dict[str, dict[str, str]] | None = None) -> None:
+    diffs = differences(plan, read(path), files)
     if diffs:
         shown = "\n  ".join(diffs[:30])
         more = f"\n  … and {len(diffs) - 30} more" if len(diffs) > 30 else ""

@@ -8,6 +8,7 @@ value handed to :func:`builder.resolve.resolver.resolve`.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterable
@@ -23,8 +24,8 @@ from builder.source.fetch import is_fetched, read_marker, source_key
 from builder.source.inputs import parse_record, verify
 from builder.workspace.paths import Workspace
 
-__all__ = ["InstallRecord", "State", "manifest_complete", "mark_done", "read_manifest",
-           "read_state"]
+__all__ = ["InstallRecord", "State", "manifest_complete", "mark_done", "output_digest",
+           "read_manifest", "read_state"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class State:
     #: absolute source file → (measured peak bytes, seconds, memory curve) from the history
     measured: tuple[tuple[str, int, float, tuple[float, ...]], ...] = ()
     remote_keys: frozenset[str] = frozenset()  # compile keys published on Request.remote
+    #: (compile key, output digest) of the installs published on Request.remote, where
+    #: the remote knows it: what the dependents of a download are keyed by
+    remote_outputs: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
     #: inputs hashes of test and wheel steps that succeeded (``done/``), and the variant
     #: keys complete installs and kernel trees were published with (their tests passed,
@@ -56,6 +60,25 @@ class State:
     #: complete installs with a record of what their build read
     #: (:mod:`builder.source.inputs`), by config key
     records: tuple[InstallRecord, ...] = ()
+    #: compile key of a complete install → its output digest (:func:`output_digest`):
+    #: what its dependents are keyed by
+    outputs: tuple[tuple[str, str], ...] = ()
+
+    def output(self, compile_key: str) -> str:
+        """The output digest of the complete install with ``compile_key`` ("": none)."""
+        return self._outputs.get(compile_key, "")
+
+    def remote_output(self, compile_key: str) -> str:
+        """The output digest of the install with ``compile_key`` on the remote ("")."""
+        return self._remote_outputs.get(compile_key, "")
+
+    @functools.cached_property
+    def _outputs(self) -> dict[str, str]:  # made once: a lookup per variant stays O(1)
+        return dict(self.outputs)
+
+    @functools.cached_property
+    def _remote_outputs(self) -> dict[str, str]:
+        return dict(self.remote_outputs)
 
     def record(self, config_key: str) -> InstallRecord | None:
         """The install built with ``config_key`` whose record verified, else any one."""
@@ -74,6 +97,19 @@ class InstallRecord:
     ok: bool
     current: str
     changed: str = ""  # what was found changed first (for the plan's note)
+
+
+def output_digest(manifest: dict[str, Any]) -> str:
+    """What an install holds, as its manifest lists it: each file's path and sha256 and
+    each link's target — not when or with which key it was made.  Two builds that made
+    the same bytes have the same output digest."""
+    from builder.recipe.model import digest
+
+    files = sorted((str(f.get("path")), str(f.get("sha256"))) for f in
+                   manifest.get("files", ()) if isinstance(f, dict))
+    links = sorted((str(link.get("path")), str(link.get("target"))) for link in
+                   manifest.get("links", ()) if isinstance(link, dict))
+    return digest("output", files, links)
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
@@ -193,6 +229,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     from builder.util import records
 
     installed: set[str] = set()
+    outputs: dict[str, str] = {}
     published: set[str] = set()  # variant keys of complete installs and kernel trees
     checked: list[InstallRecord] = []
     seen: dict[str, tuple[int, int, int, int] | str] = {}  # recorded input → its stat now
@@ -202,6 +239,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
             data = read_manifest(mf)
             if data and data.get("key") and manifest_complete(mf.parent, data, cache):
                 installed.add(str(data["key"]))
+                outputs[str(data["key"])] = output_digest(data)
                 published.add(str(data.get("variant_key") or ""))
                 rec = _install_record(data, name_digests, cache, seen)
                 if rec is not None:
@@ -253,7 +291,8 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
                  kernel_installs=tuple(sorted(kernel_installs.items())),
                  notes=tuple(notes), done=_done(ws, published - {""}),
                  name_digests=tuple(sorted(name_digests.items())),
-                 records=tuple(sorted(checked, key=lambda r: (r.config_key, r.key))))
+                 records=tuple(sorted(checked, key=lambda r: (r.config_key, r.key))),
+                 outputs=tuple(sorted(outputs.items())))
 
 
 def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],
@@ -269,5 +308,8 @@ def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],
     if not names or any(root not in name_digests for root in names):
         return None
     verdict = verify(inputs, names, name_digests, cache, seen)
-    return InstallRecord(config_key, str(manifest["key"]), verdict.ok, verdict.current,
+    # a dependent's manifest key holds its dependencies' outputs too: the record keeps
+    # the key without them (resolve.keys.own_key)
+    own = manifest.get("own_key") or manifest["key"]
+    return InstallRecord(config_key, str(own), verdict.ok, verdict.current,
                          verdict.changed)

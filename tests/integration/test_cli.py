@@ -24,7 +24,9 @@ def test_build_runs_the_phases_in_order(project: Path, cli) -> None:  # type: ig
              else Path(c.argv[0]).name + " " + c.argv[1] for c in runner.calls]
     tools = [t.split(" ", 1)[0].rsplit("/", 1)[-1] + " " + t.split(" ", 1)[1] for t in tools]
     one = ["conan install", "cmake -S", "cmake --build", "cmake --install"]
-    assert tools == [*one, "conan export-pkg", *one, "app tester", "conan export-pkg"]
+    # app, a dependent, forgets the package folders its cache holds (cmake -U *_DIR)
+    dependent = ["conan install", "cmake -U", "cmake --build", "cmake --install"]
+    assert tools == [*one, "conan export-pkg", *dependent, "app tester", "conan export-pkg"]
     assert runner.calls[0].env_changes["CONAN_HOME"] == str(project / ".builder" / "conan")
     assert "done: 15 step(s) run" in r.out and "variants: 2 built" in r.out
     # the summary says where the results went
@@ -195,3 +197,22 @@ def test_a_noop_build_is_one_line_unless_verbose(project: Path, cli) -> None:  #
     verbose = cli("build", "greetx", "--skip-unsupported", "-v", cwd=project,
                   runner=RecordingRunner())
     assert "  skipped greetx/macos-release-" in verbose.out, verbose.out
+
+
+def test_a_drifted_source_pin_names_its_files(project: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A lockfile lists each local source folder's files: building a drifted tree against
+    it names the files that changed, appeared or went away (builder.workspace.pins)."""
+    lock = project / "builder.lock"
+    assert cli("lock", "app", "--output", str(lock), cwd=project).code == 0
+    greet = project / "sources" / "greet"
+    locked = json.loads(lock.read_text())["sources"][str(greet)]
+    assert set(locked) >= {"src/greet.cpp", "include/greet/greet.h", "CMakeLists.txt"}
+    cpp = greet / "src" / "greet.cpp"
+    cpp.write_text(cpp.read_text() + "// edited\n")
+    (greet / "src" / "new.cpp").write_text("")
+    (greet / "include" / "greet" / "greet.h").unlink()
+    r = cli("build", "app", "--lockfile", str(lock), cwd=project, runner=RecordingRunner())
+    assert r.code == 4, r.out + r.err
+    assert (f"greet/cpu-release: source {greet}: src/greet.cpp changed, src/new.cpp added, "
+            f"include/greet/greet.h removed") in r.err, r.err
+    assert f"source {project / 'sources' / 'app'}" not in r.err  # app's folder is as locked

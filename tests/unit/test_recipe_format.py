@@ -113,6 +113,8 @@ MAPPING: dict[str, str] = {
     "python.limited_api": "Recipe.python.limited_api",
     "build.frontend": "Recipe.build_spec.frontend",
     "build.env.*": "Recipe.build_spec.env",
+    "build.env.*.value": "Recipe.build_spec.env",
+    "build.secrets": "Recipe.build_spec.secrets",
     "build.config_settings.*": "Recipe.build_spec.config_settings",
     "build.configure_args": "Recipe.build_spec.configure_args",
     "install.files[].from": "Recipe.install.files[].src",
@@ -128,6 +130,8 @@ MAPPING: dict[str, str] = {
     "test[].name": "Recipe.tests[].name",
     "test[].run": "Recipe.tests[].run",
     "test[].env.*": "Recipe.tests[].env",
+    "test[].env.*.value": "Recipe.tests[].env",
+    "test[].secrets": "Recipe.tests[].secrets",
     "test[].cwd": "Recipe.tests[].cwd",
     "test[].backends": "Recipe.tests[].backends",
     "test[].devices.*": "Recipe.tests[].devices",
@@ -148,6 +152,9 @@ NOT_IN_MODEL: dict[str, str] = {
     # not drift: a validation switch; Source.rev keeps the branch name as written and the
     # executor and resolver tell a branch from a commit with is_full_rev
     "source.allow_branch": "lets semantic accept a branch name as source.rev",
+    # carried as the entry's name (BuildSpec.secret_env, TestSpec.secret_env: DERIVED)
+    "build.env.*.secret": "marks the entry's name secret (BuildSpec.secret_env)",
+    "test[].env.*.secret": "marks the entry's name secret (TestSpec.secret_env)",
 }
 
 #: model fields set from no schema property, and where they come from
@@ -158,6 +165,8 @@ DERIVED: dict[str, str] = {
     "Recipe.positions": "line/column of every value, from the YAML loader",
     "Source.credential": "a reference to the git/url source's URL when it holds a secret",
     "Recipe.substituted": "the texts the schema marks x-substitute (subst.interpolated)",
+    "BuildSpec.secret_env": "the names of the build.env entries with secret: true",
+    "TestSpec.secret_env": "the names of a test's env entries with secret: true",
 }
 
 # -- the schema's paths ----------------------------------------------------------------------
@@ -430,7 +439,10 @@ MAXIMAL: dict[str, Any] = {
     "wheel": {"manylinux": "manylinux_2_28", "exclude": ["libsentinel.so.*"], "variants": True,
               "requires": ["sentinelreq>=1.0"]},
     "test": [{"name": "sentinel-test", "run": ["sentinel-run", "${python}"],
-              "env": {"SENTINEL_TEST_ENV": "sentinel_env_value"}, "cwd": "sentinel_cwd",
+              "env": {"SENTINEL_TEST_ENV": "sentinel_env_value",
+                      "SENTINEL_TEST_SECRET": {"value": "sentinel_secret_text",
+                                               "secret": True}},
+              "secrets": ["SENTINEL_TEST_PASSED"], "cwd": "sentinel_cwd",
               "backends": ["sentinelarm"], "devices": {"cuda": "sentinel_device"},
               "timeout": 4321, "needs_gpu": True, "allow_empty": True,
               "enabled_by": "sentinel_on"}],
@@ -458,7 +470,10 @@ PYTHON: dict[str, Any] = {
     "package": {"name": "sentinel-py", "version": "1.0"},
     "source": {"path": "../sentinel_src"},
     "build": {"system": "python", "frontend": "build",
-              "env": {"SENTINEL_BUILD_ENV": "sentinel_build_env_value"},
+              "env": {"SENTINEL_BUILD_ENV": "sentinel_build_env_value",
+                      "SENTINEL_BUILD_SECRET": {"value": "sentinel_build_secret_text",
+                                                "secret": True}},
+              "secrets": ["SENTINEL_BUILD_PASSED"],
               "config_settings": {"sentinel.setting": "sentinel_setting_value"}},
     "backends": {"cpu": {}},
     "python": {"versions": ["3.42"]},

@@ -89,7 +89,7 @@ def test_the_executor_reads_the_host_environment_in_one_place() -> None:
     root = Path(__file__).resolve().parents[2] / "builder" / "execute"
     uses = [f"{p.name}: {line.strip()}" for p in sorted(root.glob("*.py"))
             for line in p.read_text().splitlines() if "os.environ" in line]
-    assert uses == ["executor.py: step.kind, os.environ)",
+    assert uses == ["executor.py: step.kind, os.environ, names)",
                     "fetching.py: limits = policy.Limits.from_env(os.environ)  # one time and "
                     "size cap per fetch"], uses
 
