@@ -38,7 +38,7 @@ from pathlib import Path
 from builder.memory import jobgroup, wire
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
-from builder.memory.remote import remote_slots
+from builder.memory.remote import POLL, remote_slots
 from builder.memory.suffixes import SOURCE_SUFFIXES
 from builder.memory.wire import BrokerSilent, Channel, ask
 from builder.util.scratch import private_tmp, remove_orphans
@@ -316,7 +316,7 @@ def main(argv: list[str]) -> int:
             # free, when the broker finds its predicted peak fits the pool (remote.py); the
             # slot is this process's until the next attempt or its exit (the kernel frees it)
             slots.release(held)
-            held = -1 if retry else slots.acquire()
+            held = -1 if retry else slots.acquire(0 if slots.overflow else POLL)
         group = jobgroup.make()
         try:
             conn, granted = ask(broker, wire.Acquire(

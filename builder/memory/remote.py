@@ -68,6 +68,11 @@ class Pool:
 
     scheduler: str  # its URL, http://host:port
     servers: tuple[Server, ...]
+    #: a compile that finds every remote slot taken runs here (under local admission)
+    #: rather than wait for one: the client's own CPUs work too.  ``BUILDER_DIST_LOCAL=0``
+    #: keeps every compile that fits the pool on the pool (a client whose CPUs are busy
+    #: preprocessing for it)
+    overflow: bool = True
 
     @property
     def cores(self) -> int:
@@ -78,7 +83,8 @@ class Pool:
         return sum(s.memory for s in self.servers)
 
     def to_json(self) -> dict[str, Any]:
-        return {"scheduler": self.scheduler, "servers": [s.to_json() for s in self.servers]}
+        return {"scheduler": self.scheduler, "servers": [s.to_json() for s in self.servers],
+                "overflow": self.overflow}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Pool:
@@ -86,7 +92,7 @@ class Pool:
         try:
             servers = tuple(Server(str(s["name"]), str(s["addr"]), int(s["cores"]),
                                    int(s["memory"])) for s in data["servers"])
-            pool = Pool(str(data["scheduler"]), servers)
+            pool = Pool(str(data["scheduler"]), servers, bool(data.get("overflow", True)))
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a pool description (missing or wrong {exc})") from None
         bad = [s.name for s in servers if s.cores < 1 or s.memory < 1]
@@ -133,14 +139,16 @@ class Slots:
     ends however it ends, so a killed build leaves no slot taken.  ``slot``: the bytes a
     job may use on the pool (:func:`admits`)."""
 
-    def __init__(self, folder: Path, count: int, slot: int) -> None:
+    def __init__(self, folder: Path, count: int, slot: int, overflow: bool = False) -> None:
         self.folder, self.count, self.slot = folder, count, slot
+        #: when every slot is taken, compile here at once rather than wait (Pool.overflow)
+        self.overflow = overflow
 
     def acquire(self, wait: float = POLL) -> int:
         """The descriptor holding a slot: the first free one, looked for every ``wait``
         seconds until one is (0: once); -1 when none is free or the folder is unusable.
-        The pool is used first: a compile waits for a remote slot rather than run here,
-        since the client's CPUs preprocess for the pool's (docs/dist.md)."""
+        The pool is used first; whether a compile then waits for a remote slot or runs
+        here is :attr:`overflow`'s (docs/dist.md)."""
         from builder.util.writer import make_dirs, open_lock
 
         try:
@@ -185,4 +193,4 @@ def remote_slots(argv: list[str], kind: str,
     if not pool.servers:
         return None
     return Slots(Path(where).parent / "slots", pool.cores,
-                 min(slot_budget(s) for s in pool.servers))
+                 min(slot_budget(s) for s in pool.servers), pool.overflow)

@@ -28,7 +28,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from builder.memory.remote import POOL_ENV, Pool
 from builder.pool import config, farm, scheduler
 from builder.util import writer
 
-__all__ = ["DIST_ENV", "POOL_FILE_ENV", "RUNTIME", "TOKEN_ENV", "TOKEN_FILE_ENV", "Session",
+__all__ = ["DIST_ENV", "LOCAL_ENV", "POOL_FILE_ENV", "RUNTIME", "TOKEN_ENV", "TOKEN_FILE_ENV", "Session",
            "Stats", "describe", "pool_for", "prepare", "read_token", "stats_of"]
 
 DIST_ENV = "BUILDER_DIST"
@@ -45,6 +45,8 @@ TOKEN_ENV = "BUILDER_DIST_TOKEN"
 TOKEN_FILE_ENV = "BUILDER_DIST_TOKEN_FILE"
 #: a JSON pool description (servers, cores, memory) for a pool not started here
 POOL_FILE_ENV = "BUILDER_DIST_POOL_FILE"
+#: "0": a compile waits for a remote slot rather than run here when the pool is busy
+LOCAL_ENV = "BUILDER_DIST_LOCAL"
 #: what a build step takes from this process at run time while --dist is on
 RUNTIME = ("SCCACHE_CONF", "SCCACHE_SERVER_PORT", POOL_ENV)
 
@@ -202,6 +204,7 @@ def prepare(state: Path, url: str, environ: MutableMapping[str, str],
                       mode=0o600)
     env = {"SCCACHE_CONF": str(conf), "SCCACHE_SERVER_PORT": str(_free_port())}
     if pool is not None:
+        pool = replace(pool, overflow=environ.get(LOCAL_ENV, "1") != "0")
         writer.write_text(d / "pool.json", json.dumps(pool.to_json(), indent=1))
         env[POOL_ENV] = str(d / "pool.json")
     session = Session(url, pool, env, farm.find_tool("sccache"))

@@ -73,7 +73,10 @@ def find_tool(name: str) -> str:
 
 
 def _free(bind: str, port: int) -> bool:
+    """Whether nothing listens on ``bind:port``: connections of a pool just stopped
+    (TIME_WAIT) do not count, as they do not for the servers, which reuse the address."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((bind, port))
         except OSError:

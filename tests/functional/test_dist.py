@@ -96,6 +96,13 @@ def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
     return go
 
 
+@pytest.fixture(autouse=True)
+def _remote_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every compile that fits the pool waits for it (BUILDER_DIST_LOCAL=0): the share
+    distributed is then the pool's to show, not the 2-core client's spare CPUs'."""
+    monkeypatch.setenv("BUILDER_DIST_LOCAL", "0")
+
+
 def _status(run: Cli, state: Path) -> dict[str, Any]:
     code, out, _ = run("--state-dir", str(state), "dist", "status", "--format", "json")
     assert code == 0

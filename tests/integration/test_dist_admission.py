@@ -34,7 +34,8 @@ def _owned(tmp_path: Path) -> None:
     (tmp_path / ".builder-state").write_text("")
 
 
-def _setup(tmp_path: Path, cores: int, memory: int) -> tuple[Path, Path]:
+def _setup(tmp_path: Path, cores: int, memory: int, overflow: bool = True
+           ) -> tuple[Path, Path]:
     sccache = tmp_path / "bin" / "sccache"
     sccache.parent.mkdir()
     sccache.write_text(f"#!{sys.executable}\n{FAKE_SCCACHE}")
@@ -43,7 +44,8 @@ def _setup(tmp_path: Path, cores: int, memory: int) -> tuple[Path, Path]:
     pool = tmp_path / "dist" / "pool.json"
     pool.parent.mkdir()
     pool.write_text(json.dumps({"scheduler": "http://127.0.0.1:1", "servers": [
-        {"name": "s1", "addr": "127.0.0.1:2", "cores": cores, "memory": memory}]}))
+        {"name": "s1", "addr": "127.0.0.1:2", "cores": cores, "memory": memory}],
+        "overflow": overflow}))
     return sccache, pool
 
 
@@ -92,9 +94,24 @@ def test_a_job_too_heavy_for_any_slot_runs_here_without_sccache(tmp_path: Path) 
 
 
 def test_no_more_jobs_are_out_than_the_pool_has_cores(tmp_path: Path) -> None:
-    sccache, pool = _setup(tmp_path, cores=1, memory=4 << 30)
+    # BUILDER_DIST_LOCAL=0: a compile waits for a remote slot
+    sccache, pool = _setup(tmp_path, cores=1, memory=4 << 30, overflow=False)
     jobs, record = _run(tmp_path, sccache, pool, 256 << 20, ["a.cpp", "b.cpp", "c.cpp"])
     assert [j["where"] for j in jobs] == ["remote"] * 3
+    out = most = 0
+    for ln in sorted(record, key=lambda x: float(x.split()[1])):
+        out += 1 if ln.startswith("start") else -1
+        most = max(most, out)
+    assert most == 1, record
+
+
+def test_with_every_remote_slot_taken_a_compile_runs_here(tmp_path: Path) -> None:
+    """The default: the client's own CPUs compile too, never more than the pool's cores
+    out at once."""
+    sccache, pool = _setup(tmp_path, cores=1, memory=4 << 30)
+    jobs, record = _run(tmp_path, sccache, pool, 256 << 20, ["a.cpp", "b.cpp", "c.cpp"])
+    where = [j["where"] for j in jobs]
+    assert "remote" in where and "" in where, where
     out = most = 0
     for ln in sorted(record, key=lambda x: float(x.split()[1])):
         out += 1 if ln.startswith("start") else -1
