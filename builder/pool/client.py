@@ -37,8 +37,8 @@ from builder.memory.remote import POOL_ENV, Pool
 from builder.pool import config, farm, scheduler
 from builder.util import writer
 
-__all__ = ["DIST_ENV", "LOCAL_ENV", "POOL_FILE_ENV", "RUNTIME", "TOKEN_ENV", "TOKEN_FILE_ENV", "Session",
-           "Stats", "describe", "pool_for", "prepare", "read_token", "stats_of"]
+__all__ = ["DIST_ENV", "LOCAL_ENV", "POOL_FILE_ENV", "RUNTIME", "TOKEN_ENV", "TOKEN_FILE_ENV",
+           "Session", "Stats", "describe", "pool_for", "prepare", "read_token", "stats_of"]
 
 DIST_ENV = "BUILDER_DIST"
 TOKEN_ENV = "BUILDER_DIST_TOKEN"
