@@ -15,7 +15,7 @@ from builder.cli.outputs import print_outputs, print_wheels
 from builder.cli.planning import make_plan
 from builder.cli.rounds import Rounds
 from builder.errors import Interrupted, PlanError, UsageError
-from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan
+from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step
 from builder.plan.payloads import PublishKernels
 from builder.recipe.recipeset import display_path
 from builder.resolve.secretenv import missing
@@ -121,7 +121,8 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             if rounds.summary is not None and not needs_work(now):
                 summary, ex = rounds.summary, rounds.ex  # what waited is up to date
                 break
-            ran = _execute(args, ws, now, runner, t0, rounds)
+            later = tuple(s for s in plan.steps if s.variant in waiting)
+            ran = _execute(args, ws, now, runner, t0, rounds, later)
             if ran is None:
                 dist.end(session)
                 return 0
@@ -235,9 +236,11 @@ def _nothing_to_do(plan: BuildPlan, verbose: bool, seconds: float) -> None:
 
 
 def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: Runner | None,
-             t0: float, rounds: Rounds | None = None) -> tuple[Any, Any] | None:
-    """Run ``plan`` with progress output and a build record (one for all ``rounds``);
-    None when nothing needs doing (after saying so)."""
+             t0: float, rounds: Rounds | None = None, later: tuple[Step, ...] = ()
+             ) -> tuple[Any, Any] | None:
+    """Run ``plan`` with progress output and a build record (one for all ``rounds``; the
+    live display counts the ``later`` steps, of variants waiting for this round, and what
+    earlier rounds ran); None when nothing needs doing (after saying so)."""
     from builder.cli.progress import LinePrinter
     from builder.execute.executor import Executor, needs_work
     from builder.execute.record import BuildRecorder, load_times
@@ -253,8 +256,16 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
     live = sys.stdout.isatty() and not os.environ.get("CI") and not args.quiet
     printer: Any = LinePrinter(quiet=args.quiet, verbose=args.verbose)
     down = f", {counts[DOWNLOAD]} to download" if counts[DOWNLOAD] else ""
-    print(f"building: {_variant_counts(plan)} ({counts[BUILD]} step(s) to run{down}, "
-          f"{counts[CACHED]} cached) — logs in {display_path(ws.logs)}")
+    earlier = rounds.summary if rounds is not None else None
+    built = rounds.built if rounds is not None else frozenset()
+    if earlier is None:
+        print(f"building: {_variant_counts(plan)} ({counts[BUILD]} step(s) to run{down}, "
+              f"{counts[CACHED]} cached) — logs in {display_path(ws.logs)}")
+    else:  # a later round: what waited for the variants just built
+        names = ", ".join(dict.fromkeys(
+            v.recipe for v in plan.variants if v.status == BUILD and v.id not in built))
+        print(f"building: then {names or 'the rest'}, planned again with what was just "
+              f"built ({counts[BUILD]} step(s) to run{down})")
     _print_skips(plan, with_tests=not getattr(args, "no_tests", False))
     for n in plan.notes:
         print(f"note: {n}")
@@ -267,7 +278,9 @@ def _execute(args: argparse.Namespace, ws: Workspace, plan: BuildPlan, runner: R
     if live:
         from builder.cli.progress import LiveProgress
 
-        printer = LiveProgress(plan, ex, load_times(ws), verbose=args.verbose)
+        printer = LiveProgress(plan, ex, load_times(ws), verbose=args.verbose, later=later,
+                               earlier=len(earlier.done) if earlier is not None else 0,
+                               built=built, t0=t0)
 
     def on_event(e: Any) -> None:
         recorder.event(e)

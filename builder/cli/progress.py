@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from builder.execute.executor import Event
@@ -129,7 +130,12 @@ class LiveProgress:
     """A rich live display; falls back to nothing it cannot draw."""
 
     def __init__(self, plan: Any, executor_ref: Any, times: dict[str, float],
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, later: Sequence[Any] = (), earlier: int = 0,
+                 built: frozenset[str] = frozenset(), t0: float | None = None) -> None:
+        """``later``: the steps of variants that wait for this round's (a build in rounds,
+        :mod:`builder.cli.rounds`), counted and predicted with it; ``earlier``: the steps
+        earlier rounds ran, and ``built`` their variants (now up to date, not "cached");
+        ``t0``: when the build started."""
         from rich.console import Console
         from rich.live import Live
 
@@ -139,19 +145,21 @@ class LiveProgress:
         self.console = Console(no_color="NO_COLOR" in os.environ)
         self.plan = plan
         self.executor_ref = executor_ref
-        self.todo = [s.id for s in plan.steps if s.status in TO_RUN]
+        runs = [s for s in (*plan.steps, *later) if s.status in TO_RUN]
+        self.todo = [s.id for s in runs]
+        self.earlier = earlier
         # earlier builds' step times, else the plan's compile-time prediction (a cold build)
-        self.expected = {s.id: times.get(step_key(s.id), 0.0) or predicted(s)
-                         for s in plan.steps if s.status in TO_RUN}
+        self.expected = {s.id: times.get(step_key(s.id), 0.0) or predicted(s) for s in runs}
         self.from_history = any(times.get(step_key(sid)) for sid in self.todo)
         self.done: set[str] = set()
         self.started: dict[str, float] = {}  # running step → when it started
         self.jobs = {s.id: _jobs(s) for s in plan.steps if s.status in TO_RUN}
-        self.cached = sum(1 for s in plan.steps if s.status not in (*TO_RUN, "skip"))
+        self.cached = sum(1 for s in plan.steps if s.status not in (*TO_RUN, "skip")
+                          and s.variant not in built)
         self.current = ""
         self.started_step = time.monotonic()
         self.verbose = verbose
-        self.t0 = time.monotonic()
+        self.t0 = time.monotonic() if t0 is None else t0
         self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> LiveProgress:
@@ -199,10 +207,10 @@ class LiveProgress:
         from rich.table import Table
         from rich.text import Text
 
-        n, total = len(self.done), max(len(self.todo), 1)
-        head = Text(f"{n}/{len(self.todo)} steps · {self.cached} cached · "
+        n, total = self.earlier + len(self.done), self.earlier + len(self.todo)
+        head = Text(f"{n}/{total} steps · {self.cached} cached · "
                     f"{time.monotonic() - self.t0:.0f}s elapsed · {self._eta()}")
-        parts: list[Any] = [head, _bar(total, n),
+        parts: list[Any] = [head, _bar(max(total, 1), n),
                             Text(f"now: {_label(self.current)}", style="bold",
                                  overflow="fold")]
         broker = getattr(self.executor_ref, "broker", None)

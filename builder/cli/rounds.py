@@ -52,8 +52,7 @@ class Rounds:
                 self.cutoffs.append(f"{v.recipe}: up to date (dependency {names} rebuilt, "
                                     f"identical output)")
             else:
-                self.cutoffs.append(f"{v.recipe}: rebuilt (dependency {names} rebuilt, "
-                                    f"its output changed)")
+                self.cutoffs.append(f"{v.recipe}: built against the new output of {names}")
 
     def split(self, plan: BuildPlan) -> tuple[BuildPlan, frozenset[str]]:
         """The plan of what runs in this round, and the variants that wait (with every

@@ -258,6 +258,7 @@ h1{font-size:20px} h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse} td,th{padding:3px 10px;border-bottom:1px solid #ddd;
 text-align:right} td:first-child,th:first-child{text-align:left}
 td:first-child{overflow-wrap:anywhere} td:not(:first-child),th{white-space:nowrap}
+td.why{white-space:normal;overflow-wrap:anywhere;text-align:left}
 .chart{display:grid;grid-template-columns:max-content minmax(0,1fr);column-gap:10px}
 .labels{font:12px monospace} .ylab{position:relative} .ylab .lbl{position:absolute;right:0}
 .lbl{font:12px monospace;color:#444;height:22px;line-height:22px;white-space:nowrap}
@@ -307,7 +308,8 @@ def render_html(data: dict[str, Any]) -> str:
         for r in data["tu_table"])
     variants = "\n".join(
         f"<tr><td>{html.escape(v['id'])}</td><td>{_outcome(v, data)}</td>"
-        f"<td>{html.escape(v.get('reason', ''))}</td></tr>" for v in data["variants"])
+        f"<td class=\"why\">{html.escape(v.get('reason', ''))}</td></tr>"
+        for v in data["variants"])
     status = "failed" if s["failed"] else "succeeded"
     return f"""<!doctype html><html><head><meta charset="utf-8">{GENERATOR}
 <meta name="viewport" content="width=device-width, initial-scale=1">
