@@ -18,8 +18,8 @@ import sys
 
 from cold_replay import NINJA_ORDER, REPO, budget_of, estimates
 
-from builder.memory.history import KEEP_CPUS
 from builder.memory.replay import Outcome, fixed, load_traces, replay
+from builder.memory.tuning import TUNING
 from builder.recipe.validate import parse_size
 
 
@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--cap", default="6GiB")
     ap.add_argument("--history", default=str(REPO / "bench" / "data" /
                                              "h100-libamm-history.json"))
-    ap.add_argument("--history-builds", type=int, default=KEEP_CPUS, metavar="K")
+    ap.add_argument("--history-builds", type=int, default=TUNING.keep_cpus, metavar="K")
     args = ap.parse_args()
     from pathlib import Path
 

@@ -6,7 +6,7 @@ peak (anonymous RSS of the process tree), its memory curve (``launcher.curve_of`
 wall and CPU seconds (CPU time is the time model's clock,
 see ``policy.py``: a loaded machine stretches wall time, not work) and how many
 successive measurements there were, with the previous peak.  The CPU times of the last
-:data:`KEEP_CPUS` successive measurements are kept too (``cpus``): the time model plans
+:attr:`Tuning.keep_cpus` successive measurements are kept too (``cpus``): the time model plans
 with their mean (:func:`typical_cpu`).
 """
 
@@ -17,14 +17,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KEEP_CPUS", "History", "flags_hash", "job_key", "typical_cpu"]
+from builder.memory.tuning import TUNING
+
+__all__ = ["History", "flags_hash", "job_key", "typical_cpu"]
 
 #: successive CPU times a record keeps (``cpus``).  One build's CPU time of a TU is noise
 #: (alike TUs vary by about ±15 % from one build to the next), so a job planned on its last
 #: time runs ahead of its curve (held at its peak) or past its end (overdue); the mean of
 #: the last three is steadier, and more adds nothing (``bench/noisy_replay.py
 #: --history-builds``; figures in bench/RESULTS.md).
-KEEP_CPUS = 3
 
 
 def typical_cpu(rec: dict[str, Any]) -> float:
@@ -82,7 +83,7 @@ class History:
         ``runs`` counts successive measurements of the same job and ``prev_peak`` and
         ``prev_curve`` keep the one before, so that a peak seen twice alike can get a
         smaller margin and the curve used is the higher of the two (``estimate.py``);
-        ``cpus`` keeps the last :data:`KEEP_CPUS` successive CPU times."""
+        ``cpus`` keeps the last :attr:`Tuning.keep_cpus` successive CPU times."""
         prev = self.jobs.get(key) or {}
         runs = 1
         if prev and not prev.get("oom") and not oom and prev.get("peak"):
@@ -92,7 +93,7 @@ class History:
         if cpu > 0:
             rec["cpu"] = round(cpu, 3)
             before = _cpu_times(prev) if runs > 1 else []
-            rec["cpus"] = [*before, round(cpu, 3)][-KEEP_CPUS:]
+            rec["cpus"] = [*before, round(cpu, 3)][-TUNING.keep_cpus:]
         if curve:
             rec["curve"] = list(curve)
         if runs > 1:

@@ -40,11 +40,11 @@ from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
 from builder.memory.remote import POLL, remote_slots
 from builder.memory.suffixes import SOURCE_SUFFIXES
+from builder.memory.tuning import TUNING
 from builder.memory.wire import BrokerSilent, Channel, ask
 from builder.util.scratch import private_tmp, remove_orphans
 
 __all__ = [
-    "CURVE_POINTS",
     "JOB_TMP",
     "LAUNCHED",
     "OOM_MARKERS",
@@ -81,10 +81,7 @@ def source_of(argv: list[str]) -> str | None:
     return cands[-1] if cands else None
 
 
-CURVE_POINTS = 20
-
-
-def curve_of(samples: list[tuple[float, int]], cpu: float, points: int = CURVE_POINTS
+def curve_of(samples: list[tuple[float, int]], cpu: float, points: int = TUNING.curve_points
              ) -> tuple[float, ...]:
     """A compile's memory profile from its ``(CPU seconds, bytes)`` samples: ``points``
     shares of its peak, the k-th the most it held while its progress was within the k-th
@@ -170,8 +167,9 @@ def _spawn(argv: list[str], group: JobGroup | None, tmp: str | None
     return subprocess.Popen(argv, stderr=subprocess.PIPE, env=env)
 
 
-def run_measured(argv: list[str], interval: float = 0.1, channel: Channel | None = None,
-                 report: float = 0.5, group: JobGroup | None = None) -> Measured:
+def run_measured(argv: list[str], interval: float = TUNING.sample_period,
+                 channel: Channel | None = None, report: float = TUNING.report_period,
+                 group: JobGroup | None = None) -> Measured:
     """Run ``argv``, passing its output through as it comes, sampling its process tree
     every ``interval``; with a ``channel``, report progress every ``report`` seconds and
     obey pause/resume/requeue; in ``group`` (its own cgroup) where one was made."""

@@ -116,6 +116,16 @@ class Tuning:
     plausible_default: float = knob(1.0, "share of prior",
                                     "... and one known by no header below the default prior")
 
+    # -- measuring (the launcher, the history) -----------------------------------------
+    sample_period: float = knob(0.1, "s", "how often the launcher samples a job's memory "
+                                "(a shorter peak can be missed: margin_history)")
+    report_period: float = knob(0.5, "s", "how often a running job reports its CPU time "
+                                "and memory to the broker")
+    curve_points: int = knob(20, "points", "a job's memory curve as stored in the history: "
+                             "its RSS at this many even shares of its CPU time")
+    keep_cpus: int = knob(3, "builds", "successive CPU times kept per job; the time model "
+                          "plans with their mean (typical_cpu)")
+
     def watched(self) -> Tuning:
         """This tuning while the backstop watches the build's measured memory."""
         return replace(self, fast=max(self.fast, self.watched_fast))

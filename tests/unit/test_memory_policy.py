@@ -581,7 +581,7 @@ def test_history_counts_agreeing_peaks_for_a_smaller_margin(tmp_path: Path) -> N
 
 def test_the_time_model_plans_with_the_mean_of_the_last_cpu_times(tmp_path: Path) -> None:
     """One build's CPU time of a TU is noise (±15 % on the GPU hosts): a record keeps its
-    last ``KEEP_CPUS`` successive times, and the estimate plans with their mean.  A record
+    last ``Tuning.keep_cpus`` successive times, and the estimate plans with their mean.  A record
     that restarts its count (after an OOM kill) restarts them; a record of an older builder
     (``cpu`` alone) still plans with it."""
     path = tmp_path / "h.json"
