@@ -19,6 +19,7 @@ __all__ = [
     "CiRunner",
     "HostView",
     "KernelCommand",
+    "NoCompression",
     "ToolView",
     "Unavailable",
     "backends",
@@ -84,6 +85,19 @@ class KernelCommand:
     commands: tuple[tuple[str, ...], ...]
     env: tuple[tuple[str, str], ...]
     intermediates: tuple[str, ...] = ()
+
+
+class NoCompression:
+    """The device-code compression methods of a backend whose toolchain has none."""
+
+    def compress_modes(self) -> tuple[str, ...]:
+        return ()
+
+    def compress_mode(self, requested: str, host: HostView) -> str:
+        return ""
+
+    def code_flags(self, mode: str) -> tuple[str, ...]:
+        return ()
 
 
 class Backend(Protocol):

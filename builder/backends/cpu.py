@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from builder.backends import Capture, CiRunner, HostView, KernelCommand, Unavailable
+from builder.backends import Capture, CiRunner, HostView, KernelCommand, NoCompression, Unavailable
 
 __all__ = ["CpuBackend"]
 
 
-class CpuBackend:
+class CpuBackend(NoCompression):
     name = "cpu"
     tool: str | None = None
     cmake_language: str | None = None
@@ -52,15 +52,6 @@ class CpuBackend:
 
     def build_env(self, archs: tuple[str, ...], wrapper: str, real: str) -> dict[str, str]:
         return {}
-
-    def compress_modes(self) -> tuple[str, ...]:
-        return ()
-
-    def compress_mode(self, requested: str, host: HostView) -> str:
-        return ""
-
-    def code_flags(self, mode: str) -> tuple[str, ...]:
-        return ()
 
     def kernel_formats(self) -> tuple[str, ...]:
         return ()

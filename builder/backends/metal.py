@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builder.backends import Capture, CiRunner, HostView, KernelCommand, Unavailable, digits_order
+from builder.backends import (
+    Capture,
+    CiRunner,
+    HostView,
+    KernelCommand,
+    NoCompression,
+    Unavailable,
+    digits_order,
+)
 from builder.resources import data_table
 
 __all__ = ["MetalBackend"]
@@ -15,7 +23,7 @@ def _table() -> Any:
     return data_table("metal.json")
 
 
-class MetalBackend:
+class MetalBackend(NoCompression):
     name = "metal"
     tool: str | None = "xcrun"
     cmake_language: str | None = None
@@ -63,15 +71,6 @@ class MetalBackend:
 
     def build_env(self, archs: tuple[str, ...], wrapper: str, real: str) -> dict[str, str]:
         return {}
-
-    def compress_modes(self) -> tuple[str, ...]:
-        return ()
-
-    def compress_mode(self, requested: str, host: HostView) -> str:
-        return ""
-
-    def code_flags(self, mode: str) -> tuple[str, ...]:
-        return ()
 
     def kernel_formats(self) -> tuple[str, ...]:
         return (str(_table()["ext"]),)

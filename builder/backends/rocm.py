@@ -15,7 +15,15 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.backends import Capture, CiRunner, HostView, KernelCommand, Unavailable, digits_order
+from builder.backends import (
+    Capture,
+    CiRunner,
+    HostView,
+    KernelCommand,
+    NoCompression,
+    Unavailable,
+    digits_order,
+)
 from builder.resources import data_table
 
 __all__ = ["RocmBackend", "bitcode_targets"]
@@ -38,7 +46,7 @@ def bitcode_targets(hipcc: str) -> tuple[str, ...]:
     return tuple(sorted(found, key=lambda g: (len(g), g)))
 
 
-class RocmBackend:
+class RocmBackend(NoCompression):
     name = "rocm"
     tool: str | None = "hipcc"
     cmake_language: str | None = "HIP"
@@ -113,15 +121,6 @@ class RocmBackend:
         # CMAKE_HIP_ARCHITECTURES
         return {"PYTORCH_ROCM_ARCH": ";".join(archs), "HIPARCHS": ";".join(archs),
                 "HIP_PLATFORM": "amd"} if archs else {"HIP_PLATFORM": "amd"}
-
-    def compress_modes(self) -> tuple[str, ...]:
-        return ()
-
-    def compress_mode(self, requested: str, host: HostView) -> str:
-        return ""
-
-    def code_flags(self, mode: str) -> tuple[str, ...]:
-        return ()
 
     def kernel_formats(self) -> tuple[str, ...]:
         return (str(_table()["ext"]),)
