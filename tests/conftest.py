@@ -52,6 +52,16 @@ def project(tmp_path: Path) -> Path:
     return dst
 
 
+@pytest.fixture
+def envprobe(tmp_path: Path) -> Path:
+    """A private copy of tests/fixtures/envprobe (a recipe whose steps print their
+    environment)."""
+    dst = tmp_path / "envprobe"
+    shutil.copytree(FIXTURES / "envprobe", dst,
+                    ignore=shutil.ignore_patterns(".builder", "__pycache__"))
+    return dst
+
+
 def host(name: str) -> HostFacts:
     return load_host_facts(FIXTURES / "hosts" / f"{name}.json")
 

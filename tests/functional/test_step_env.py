@@ -6,27 +6,18 @@ is part of the key."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, CliResult
+from tests.conftest import CliResult
 from tests.functional.conftest import need
 
 pytestmark = pytest.mark.functional
 
 Cli = Callable[..., CliResult]
-
-
-@pytest.fixture
-def envprobe(tmp_path: Path) -> Path:
-    dst = tmp_path / "envprobe"
-    shutil.copytree(FIXTURES / "envprobe", dst,
-                    ignore=shutil.ignore_patterns(".builder", "__pycache__"))
-    return dst
 
 
 @pytest.fixture

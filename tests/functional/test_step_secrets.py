@@ -7,27 +7,18 @@ manifests and the logs never hold the value, and every output masks it
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, CliResult
+from tests.conftest import CliResult
 from tests.functional.conftest import need
 
 pytestmark = pytest.mark.functional
 
 Cli = Callable[..., CliResult]
 LOGIN, KEY = "login-value-8f3a91", "key-value-77c2e0"
-
-
-@pytest.fixture
-def envprobe(tmp_path: Path) -> Path:
-    dst = tmp_path / "envprobe"
-    shutil.copytree(FIXTURES / "envprobe", dst,
-                    ignore=shutil.ignore_patterns(".builder", "__pycache__"))
-    return dst
 
 
 def _everything(root: Path) -> str:

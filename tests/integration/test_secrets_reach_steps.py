@@ -4,24 +4,15 @@ never the plan (builder.resolve.secretenv), with a recording runner."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from builder.util.runner import RecordingRunner
-from tests.conftest import FIXTURES, CliResult
+from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
-
-
-@pytest.fixture
-def envprobe(tmp_path: Path) -> Path:
-    dst = tmp_path / "envprobe"
-    shutil.copytree(FIXTURES / "envprobe", dst,
-                    ignore=shutil.ignore_patterns(".builder", "__pycache__"))
-    return dst
 
 
 def test_secrets_reach_their_steps_only(envprobe: Path, cli: Cli, tmp_path: Path,
