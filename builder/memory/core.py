@@ -26,7 +26,7 @@ from builder.memory.estimate import Estimate
 from builder.memory.guard import guard
 from builder.memory.jobs import JobRecord, Learned, fall, relearn
 from builder.memory.policy import Job, build_speed, envelope, passed_peak, released, sped_up
-from builder.memory.run import Run
+from builder.memory.running import Run
 from builder.memory.suffixes import DEVICE_SUFFIXES
 from builder.memory.tuning import TUNING, Tuning
 

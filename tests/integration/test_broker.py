@@ -18,7 +18,7 @@ from builder.memory.core import Scheduler, Switches
 from builder.memory.estimate import Estimate
 from builder.memory.jobs import JobRecord, Learned
 from builder.memory.policy import Job
-from builder.memory.run import Run
+from builder.memory.running import Run
 from tests.conftest import REPO
 
 

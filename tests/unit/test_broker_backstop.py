@@ -6,7 +6,7 @@ from __future__ import annotations
 from builder.memory.backstop import lines
 from builder.memory.core import Memory, Pause, Scheduler
 from builder.memory.jobs import JobRecord
-from builder.memory.run import Run
+from builder.memory.running import Run
 
 MiB = 2**20
 BUDGET = 4096 * MiB

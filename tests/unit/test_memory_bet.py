@@ -10,7 +10,7 @@ from builder.memory.admission import admit
 from builder.memory.guard import guard
 from builder.memory.jobs import JobRecord
 from builder.memory.policy import Job, Running, envelope
-from builder.memory.run import Run
+from builder.memory.running import Run
 from builder.memory.tuning import Tuning
 
 GiB = 2**30

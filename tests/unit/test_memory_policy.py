@@ -32,7 +32,7 @@ from builder.memory.policy import (
     envelope,
     sped_up,
 )
-from builder.memory.run import Run
+from builder.memory.running import Run
 from builder.memory.tuning import Tuning
 
 GB = 10**9

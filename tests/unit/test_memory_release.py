@@ -24,7 +24,7 @@ from builder.memory.policy import (
     released,
     rising,
 )
-from builder.memory.run import Run
+from builder.memory.running import Run
 from builder.memory.tuning import Tuning
 
 GiB = 2**30
