@@ -41,14 +41,14 @@ from builder.memory.core import (
     Tick,
 )
 from builder.memory.history import History
-from builder.memory.intake import CACHES, BrokerConfig, Intake, MemorySettings, intake
+from builder.memory.intake import CACHES, Intake, MemorySettings, intake
 from builder.memory.jobgroup import anon_bytes
 from builder.memory.jobs import JobRecord
 from builder.memory.remote import on_pool
 from builder.memory.tuning import TUNING, Tuning
 from builder.util.scratch import private_dir, remove_socket
 
-__all__ = ["CACHES", "Broker", "BrokerConfig", "Switches"]
+__all__ = ["CACHES", "Broker", "Switches"]
 
 
 #: what the launcher is told for each decision on a running job

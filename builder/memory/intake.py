@@ -15,7 +15,7 @@ from builder.memory.history import History, flags_hash, job_key
 from builder.memory.tuning import TUNING, Tuning
 from builder.memory.wire import Acquire
 
-__all__ = ["CACHES", "BrokerConfig", "Intake", "MemorySettings", "intake"]
+__all__ = ["CACHES", "Intake", "MemorySettings", "intake"]
 
 #: compiler caches that may be chained after the launcher: a hit runs no compiler, so its
 #: measurement says nothing about the compile (sccache compiles in its server, out of sight)
@@ -24,8 +24,8 @@ CACHES = ("ccache", "sccache", "buildcache")
 
 class MemorySettings(Protocol):
     """What the broker needs of a build: the plan's ``MemoryConfig`` (builder.plan.payloads)
-    as it is — the broker reads it directly, nothing is copied — or a :class:`BrokerConfig`
-    made by a test or a tool."""
+    as it is — the broker reads it directly, nothing is copied.  A protocol, not an import:
+    builder.memory and builder.plan are independent layers."""
 
     @property
     def budget(self) -> int: ...
@@ -45,23 +45,6 @@ class MemorySettings(Protocol):
     def lowmem_flags(self) -> tuple[str, ...]: ...
     @property
     def scope(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class BrokerConfig:
-    """:class:`MemorySettings` for a broker that no plan made (tests, tools)."""
-
-    budget: int
-    slots: int
-    source_root: str
-    build_dir: str
-    history_path: str
-    recipe_default: int = 0
-    recipe_globs: tuple[tuple[str, int], ...] = ()
-    lowmem_flags: tuple[str, ...] = ()
-    #: the recipe: with it, jobs are named in the history by what determines their
-    #: compile (memory.compileid), not by absolute paths; "": by absolute path
-    scope: str = ""
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from builder.memory import cgroup
-from builder.memory.broker import Broker, BrokerConfig
+from builder.memory.broker import Broker
 from builder.memory.core import Switches
 from builder.memory.tuning import TUNING
+from builder.plan.payloads import MemoryConfig
 from tests.conftest import REPO
 
 
@@ -67,9 +68,10 @@ def _build(tmp_path: Path, backstop: bool, cap: int, jobs: int, mib: int | Path,
            name: str = "") -> tuple[subprocess.CompletedProcess[str], Broker]:
     (tmp_path / "grow.py").write_text(GROW)
     (tmp_path / "driver.py").write_text(DRIVER)
-    broker = Broker(tmp_path / "b.sock", BrokerConfig(
+    broker = Broker(tmp_path / "b.sock", MemoryConfig(
         budget=cap, slots=jobs, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
-        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10 * MiB),)),
+        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10 * MiB),),
+        recipe_default=0, lowmem_flags=()),
         Switches(backstop=backstop), replace(TUNING, settle=0.5))
     broker.start()
     env = {**os.environ, "BUILDER_BROKER": str(broker.path), "PYTHONPATH": str(REPO)}

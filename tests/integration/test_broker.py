@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from builder.memory import wire
-from builder.memory.broker import Broker, BrokerConfig
+from builder.memory.broker import Broker
 from builder.memory.core import Scheduler, Switches
 from builder.memory.estimate import Estimate
 from builder.memory.jobs import JobRecord, Learned
 from builder.memory.policy import Job
 from builder.memory.running import Run
+from builder.plan.payloads import MemoryConfig
 from tests.conftest import REPO
 
 
@@ -41,11 +42,11 @@ time.sleep(0.6)
 
 def _broker(tmp_path: Path, budget: int, glob_size: int, learn: bool = False,
             globs: tuple[str, ...] = ("*.cpp",)) -> Broker:
-    b = Broker(tmp_path / "b.sock", BrokerConfig(
+    b = Broker(tmp_path / "b.sock", MemoryConfig(
         budget=budget, slots=4, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
         history_path=str(tmp_path / "history.json"),
         recipe_globs=tuple((g, glob_size) for g in globs),
-        lowmem_flags=("-g0", "-O1")), Switches(learn=learn))
+        lowmem_flags=("-g0", "-O1"), recipe_default=0), Switches(learn=learn))
     b.start()
     return b
 
@@ -238,9 +239,10 @@ def _state(pid: int) -> str:
 
 
 def test_pause_stops_the_compiler_and_resume_continues_it(tmp_path: Path) -> None:
-    b = Broker(tmp_path / "b.sock", BrokerConfig(
+    b = Broker(tmp_path / "b.sock", MemoryConfig(
         budget=10**9, slots=2, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
-        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10**8),)),
+        history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", 10**8),),
+        recipe_default=0, lowmem_flags=()),
         Switches(pause=False))  # the test pauses by hand
     b.start()
     try:
@@ -293,9 +295,10 @@ def test_time_model_starts_a_job_before_the_other_ends(tmp_path: Path) -> None:
     reserve = int(peak * 1.05)
     # room for one peak and 0.9 of another, besides the two launchers
     budget = 2 * 10 * 2**20 + reserve + int(0.9 * reserve)
-    b = Broker(tmp_path / "b.sock", BrokerConfig(
+    b = Broker(tmp_path / "b.sock", MemoryConfig(
         budget=budget, slots=2, source_root=str(tmp_path), build_dir=build,
-        history_path=str(tmp_path / "history.json")))
+        history_path=str(tmp_path / "history.json"),
+        recipe_default=0, recipe_globs=(), lowmem_flags=()))
     b.start()
     try:
         first, _ = _busy(tmp_path, b, "a.cpp", cpu, 50)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.memory.broker import Broker, BrokerConfig
+from builder.memory.broker import Broker
 from builder.memory.remote import LOCAL_PART, POOL_ENV
+from builder.plan.payloads import MemoryConfig
 from tests.conftest import REPO
 
 FAKE_SCCACHE = """\
@@ -51,10 +52,10 @@ def _setup(tmp_path: Path, cores: int, memory: int, overflow: bool = True
 
 def _run(tmp_path: Path, sccache: Path, pool: Path, peak: int, files: list[str]
          ) -> tuple[list[dict[str, object]], list[str]]:
-    broker = Broker(tmp_path / "b.sock", BrokerConfig(
+    broker = Broker(tmp_path / "b.sock", MemoryConfig(
         budget=8 << 30, slots=4, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
         history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", peak),),
-        lowmem_flags=("-g0",)))
+        lowmem_flags=("-g0",), recipe_default=0))
     broker.start()
     record = tmp_path / "sccache.log"
     env = {**os.environ, "BUILDER_BROKER": str(broker.path), "PYTHONPATH": str(REPO),
