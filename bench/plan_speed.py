@@ -7,8 +7,9 @@
 
 3. One recipe of N variants (N = 1000, 3000, 10000: a backend list of N/2 names × two
    build types), ``builder plan --host-facts`` in a fresh process, text and JSON to
-   /dev/null: the median wall time of 3 runs and the peak RSS (target for 10000: ≤ 5 s
-   and ≤ 500 MB; linear growth: the time per 1000 variants about the same at each N).
+   /dev/null: the median wall time of 3 runs (and their range) and the peak RSS (target
+   for 10000: ≤ 5 s and ≤ 500 MB; linear growth: the time per 1000 variants about the
+   same at each N).
 
 4. With ``--noop-build``: ``builder build --all --skip-unsupported`` right after a complete
    one, in a fresh process (target ≤ 1 s, and it must say "nothing to do"); skipped, with
@@ -204,8 +205,10 @@ def wide(sizes: tuple[int, ...], runs: int = 3) -> bool:
                 rss = max(g[1] for g in got)
                 if fmt == "text":
                     base = base or t / n
+                low, high = min(g[0] for g in got), max(g[0] for g in got)
                 line = (f"plan one recipe of {n:5d} variants ({fmt}): median {t:.2f} s of "
-                        f"{runs}, peak {rss / 2**20:.0f} MiB; per 1000 variants "
+                        f"{runs} ({low:.2f}–{high:.2f}), peak {rss / 2**20:.0f} MiB; "
+                        f"per 1000 variants "
                         f"{t / n * 1000:.2f} s (1000-run's rate × {t / n / base:.2f})")
                 if n >= 10000:
                     good = t <= 5.0 and rss <= 500 * 2**20

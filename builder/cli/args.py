@@ -242,6 +242,21 @@ def parser() -> argparse.ArgumentParser:
     dss = ds_sub.add_parser("status", help="the pool started here")
     dss.add_argument("--format", choices=("text", "json"), default="text")
     ds_sub.add_parser("stop", help="stop the pool started here")
+    dsv = ds_sub.add_parser("server", help="print how another host joins the pool as a build "
+                            "server (starts nothing)",
+                            description="The commands and server.conf that make HOST a build "
+                            "server of the pool: its token (made where the scheduler's "
+                            "configuration is), its configuration, its memory cap, and its "
+                            "entry in the clients' pool file. Nothing is started or written.")
+    dsv.add_argument("addr", metavar="HOST:PORT", help="where the new server listens, as "
+                     "clients and the scheduler reach it")
+    dsv.add_argument("--scheduler", default="", metavar="URL",
+                     help="the scheduler's URL (default: the pool started here)")
+    dsv.add_argument("--cores", type=_count, default=1, help="CPUs it may use (default 1)")
+    dsv.add_argument("--memory", type=_size, default=2 << 30, metavar="SIZE",
+                     help="its memory cap and declared budget (default 2GiB)")
+    dsv.add_argument("--name", default="", help="its name in the pool file (default: HOST)")
+    dsv.add_argument("--format", choices=("text", "json"), default="text")
 
     rm = sub.add_parser("remote", help="configure the Conan remotes builder may use",
                         description="Add, list or remove remotes in builder's project-local "

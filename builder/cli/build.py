@@ -124,7 +124,7 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
             later = tuple(s for s in plan.steps if s.variant in waiting)
             ran = _execute(args, ws, now, runner, t0, rounds, later)
             if ran is None:
-                dist.end(session)
+                dist.end(session, ws)
                 return 0
             summary, ex = rounds.add(*ran)
             if waiting and summary.ok:  # planned again, with what was just built
@@ -141,7 +141,11 @@ def cmd_build(args: argparse.Namespace, ws: Workspace, runner: Runner | None = N
                       file=sys.stderr)
             rounds.retried()
             unusable |= retry
-    dist.end(session)
+    pool = dist.end(session, ws)
+    if pool is not None:
+        from builder.execute.record import attach
+
+        attach(ws, "dist", pool)  # the report's pool section
     for failure in summary.failed:
         print(failure.render(), file=sys.stderr)
     if ex.cache_stats:

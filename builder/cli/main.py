@@ -61,7 +61,11 @@ def cmd_host(args: argparse.Namespace, ws: Workspace) -> int:
         rs = None  # host facts do not depend on the recipes being valid
     host = host_facts(ws, rs)
     if args.format == "json":
-        print(json.dumps(host.to_json(), indent=2, sort_keys=True))
+        from builder.cli.dist import host_json
+
+        dist = host_json(args, ws)
+        print(json.dumps({**host.to_json(), **({"dist": dist} if dist else {})}, indent=2,
+                         sort_keys=True))
         return 0
     m = host.memory
     budget = memory_budget(host, Request(memory_budget=args.memory_budget))
@@ -115,6 +119,9 @@ def _plan(args: argparse.Namespace, ws: Workspace) -> int:
     # (named recipes and backends still stop, as their build would)
     lenient = args.all and not args.skip_unsupported
     args.skip_unsupported = args.skip_unsupported or lenient
+    from builder.cli.dist import plan_pool
+
+    plan_pool(args, ws)
     plan, _ = make_plan(args, ws, plan_all=args.all, facts_file=args.host_facts)
     left_out = sum(1 for n in plan.notes if "left out by --skip-unsupported" in n)
     if lenient and left_out:
@@ -127,8 +134,7 @@ def _plan(args: argparse.Namespace, ws: Workspace) -> int:
         sys.stdout.write(planfmt.dot(plan))
     else:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        sys.stdout.writelines(planfmt.text_lines(plan, color=color,
-                                                 commands=not args.no_commands))
+        planfmt.stream_text(plan, sys.stdout, color=color, commands=not args.no_commands)
         from builder.cli.dist import pool_line
 
         line = pool_line(args, ws)

@@ -13,9 +13,10 @@ from builder.host.probe import probe
 from builder.plan.model import BuildPlan
 from builder.recipe.recipeset import RecipeSet
 from builder.resolve import secretenv, stepenv
+from builder.resolve.keyinputs import env_snapshot
 from builder.resolve.options import secret_options
 from builder.resolve.request import Request
-from builder.resolve.resolver import env_snapshot, resolve
+from builder.resolve.resolver import resolve
 from builder.util.secrets import remember, split_url
 from builder.workspace.paths import Workspace
 
@@ -102,7 +103,8 @@ def request_for(args: argparse.Namespace, roots: list, plan_all: bool,  # type: 
                        os.environ.get(stepenv.PASS_ENV_SETTING, "")), os.environ),
                    secret_env=secretenv.cli_names(getattr(args, "secret_env", [])),
                    own_pythonpath=own_pythonpath(),
-                   wheel_variants=getattr(args, "wheel_variants", False))
+                   wheel_variants=getattr(args, "wheel_variants", False),
+                   dist=getattr(args, "dist_pool", None))
 
 
 def own_pythonpath() -> str:

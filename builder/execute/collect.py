@@ -2,11 +2,12 @@
 (:class:`PrepareBuild`) and fill a stage (:class:`CollectInstall`) from a wheel and the
 recipe's ``install.files``.
 
-A wrapper is a small Python script named like the compiler it stands for (``cc``,
-``c++``, ``nvcc``); it runs ``builder.memory.launcher`` with the real compiler, which asks
-the build's broker for memory first.  Build tools that take their compiler from ``CC``,
-``CXX`` or ``PYTORCH_NVCC`` (setuptools, ``torch.utils.cpp_extension``, xmake) therefore
-compile under the same admission, history and OOM retry as CMake recipes.
+A wrapper (:mod:`builder.memory.wrappers`) is a small Python script named like the
+compiler it stands for (``cc``, ``c++``, ``nvcc``); it runs ``builder.memory.launcher``
+with the real compiler, which asks the build's broker for memory first.  Build tools that
+take their compiler from ``CC``, ``CXX`` or ``PYTORCH_NVCC`` (setuptools,
+``torch.utils.cpp_extension``, xmake) therefore compile under the same admission, history
+and OOM retry as CMake recipes.
 """
 
 from __future__ import annotations
@@ -16,25 +17,16 @@ import os
 import zipfile
 from pathlib import Path
 
+from builder.memory.wrappers import script
 from builder.plan.payloads import CollectInstall, PrepareBuild
 from builder.util import writer
 from builder.util.files import atomic_write, replace_dir
 
-__all__ = ["CollectError", "collect", "prepare", "wrapper_script"]
+__all__ = ["CollectError", "collect", "prepare"]
 
 
 class CollectError(Exception):
     """What the stage could not be filled with, said plainly."""
-
-
-def wrapper_script(python: str, command: list[str]) -> str:
-    """The text of a wrapper that runs ``command`` + its own arguments through the memory
-    launcher (a launcher inside a launched compile runs the compiler directly)."""
-    return (f"#!{python}\n"
-            "# Made by builder: compile through the memory launcher (builder.memory.launcher)\n"
-            "import sys\n\n"
-            "from builder.memory.launcher import main\n\n"
-            f"sys.exit(main({command!r} + sys.argv[1:]))\n")
 
 
 def prepare(p: PrepareBuild) -> None:
@@ -44,7 +36,7 @@ def prepare(p: PrepareBuild) -> None:
     for path, text in p.files:
         atomic_write(Path(path), text)
     for path, real in p.wrappers:
-        writer.write_text(path, wrapper_script(p.python, [*p.chain, real]), mode=0o777)
+        writer.write_text(path, script(p.python, [*p.chain, real]), mode=0o777)
 
 
 def _inside(root: Path, rel: str) -> Path:

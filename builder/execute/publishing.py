@@ -110,8 +110,21 @@ def _record(ex: StepHost, spec: RecordInputs) -> dict[str, object] | None:
     cache as the plan left it tells which source files changed while the build ran."""
     from builder.source.digest import StatCache
     from builder.source.inputs import take_record
+    from builder.source.launched import Launched, launched_inputs
+    from builder.source.reads import compact_logs
     from builder.util import records
 
     planned = records.read_digest_cache(ex.ws.digest_cache)
+    cache = StatCache(planned)
+    read = None
+    if spec.depfiles:  # a pip or xmake build: what the launcher and the hook kept
+        if spec.reads:  # the logs of every build of the folder, as one
+            compact_logs(Path(spec.reads))
+        read = launched_inputs(Launched(spec.depfiles, spec.reads, spec.stage,
+                                        spec.wrappers, spec.mapped, spec.scripts),
+                               Path(spec.build), [n for n, _ in spec.names], cache,
+                               spec.collected)
+        if read is None:
+            return None
     return take_record(spec.ninja, Path(spec.build), spec.owned, spec.collected,
-                       dict(spec.names), StatCache(), planned)
+                       dict(spec.names), cache, planned, read)

@@ -100,6 +100,17 @@ class BuildRecorder:
         return path
 
 
+def attach(ws: Workspace, key: str, value: object) -> None:
+    """Add ``key`` to the last build's record, once what it says is known (the pool's
+    counters are read after the record is saved)."""
+    from builder.util.records import read_last_build
+
+    data = read_last_build(ws.last_build)
+    if data is not None:
+        data[key] = value
+        _write(ws.last_build, data)
+
+
 def _write(path: Path, data: object) -> None:
     from builder.util.writer import write_text
 

@@ -13,6 +13,8 @@
 * :mod:`.launcher` — ``CMAKE_<LANG>_COMPILER_LAUNCHER``: asks the broker before it runs
   the compiler, measures its process tree, obeys pause/resume/requeue, retries an
   out-of-memory kill alone with the low-memory flags.
+* :mod:`.wrappers` — the ``cc``/``c++``/``nvcc`` scripts that put the launcher in front of
+  a build tool's ``CC``/``CXX``, written and read back in one place.
 * :mod:`.replay` — the core driven over recorded jobs on a virtual clock (bench, tests).
 * :mod:`.forecast` — ``builder plan``'s prediction with the same admission and tuning.
 * :mod:`.cgroup` — the safety net: the build runs in a cgroup capped at the budget.

@@ -226,7 +226,8 @@ class Broker:
                     return
                 wire.tell(conn, wire.Queued())  # the launcher bounds its wait for this
                 seen = intake(msg, self.cfg, self.history, self.tuning, self.include_roots)
-                est, where = on_pool(seen.est, msg.dist_slot)  # a remote job: its local part
+                # a remote job: its local part
+                est, where = on_pool(seen.est, msg.argv, msg.dist_pool, msg.dist_index)
                 watched = self._watched(msg)
                 with self.cond:
                     self._n += 1

@@ -15,7 +15,8 @@ run by hand) it just runs the compiler.
 A launcher started inside a launched compile (``$BUILDER_LAUNCHED``: a compiler wrapper
 that nvcc runs as its host compiler, or CMake run with both ``CXX`` naming a wrapper and
 ``CMAKE_CXX_COMPILER_LAUNCHER``) runs its compiler directly: the job was admitted once,
-and its memory is measured as part of the outer job's process tree.
+and its memory is measured as part of the outer job's process tree.  It leaves out its
+compiler cache too: the outer job went through one (or was kept off the pool on purpose).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.memory import jobgroup, wire
+from builder.memory import depfiles, jobgroup, wire, wrappers
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
 from builder.memory.remote import POLL, remote_slots
@@ -45,6 +46,7 @@ from builder.memory.wire import BrokerSilent, Channel, ask
 from builder.util.scratch import private_tmp, remove_orphans
 
 __all__ = [
+    "CACHES",
     "JOB_TMP",
     "LAUNCHED",
     "OOM_MARKERS",
@@ -62,6 +64,8 @@ __all__ = [
 
 #: set in a launched compiler's environment: launchers below it do not ask again
 LAUNCHED = "BUILDER_LAUNCHED"
+#: the compiler caches a launcher chain may hold (``pysteps.launcher_chain``)
+CACHES = ("sccache", "ccache")
 
 OOM_MARKERS = (b"Killed signal terminated program", b"virtual memory exhausted",
                b"out of memory allocating", b"std::bad_alloc", b"Cannot allocate memory",
@@ -292,35 +296,74 @@ def _job(argv: list[str]) -> tuple[list[str], str | None, str]:
     return argv, source_of(argv), "compile"
 
 
+def _direct(argv: list[str], wait: bool) -> int:
+    """The command without admission: exec'd (it becomes this process), or run and waited
+    for when the launcher still has work after it."""
+    if not wait:  # a launcher below this compile runs its compiler directly
+        os.execvpe(argv[0], argv, {**os.environ, LAUNCHED: "1"})
+    try:
+        rc = subprocess.call(argv, env={**os.environ, LAUNCHED: "1"})
+    except OSError as exc:
+        print(f"builder: cannot run {argv[0]}: {exc}", file=sys.stderr)
+        return 127
+    return 128 - rc if rc < 0 else rc
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv == ["--link"]:
         print("usage: python -m builder.memory.launcher [--link] COMPILER ARGS…",
               file=sys.stderr)
         return 2
     argv, src, kind = _job(argv)
+    if len(argv) > 1 and Path(argv[0]).name in CACHES:
+        if os.environ.get(LAUNCHED):
+            # the outer job chose its compiler cache and its place (here or the pool): a
+            # second sccache inside it would take the wrapper for an unknown compiler, or
+            # send a job admitted here to the pool
+            argv = argv[1:]
+        else:  # the cache gets the compiler a wrapper of builder's stands for
+            argv = [argv[0], wrappers.real_compiler(argv[1]) or argv[1], *argv[2:]]
+    # the compile's reads are in its depfile; the launcher's own are builder's
+    os.environ.pop(depfiles.READS_DIR, None)
+    dep, folder, cwd = None, os.environ.get(depfiles.DEPFILE_DIR, ""), os.getcwd()
+    if folder and kind == "compile" and not os.environ.get(LAUNCHED):
+        dep = depfiles.with_depfile(argv, folder, cwd)
+        if dep is not None:
+            depfiles.start(dep, folder, cwd)
+            argv = list(dep.argv)
+    rc = _admitted(argv, src, kind, dep is not None and bool(dep.own))
+    if dep is not None:
+        depfiles.finish(dep, folder, cwd, rc)
+    return rc
+
+
+def _admitted(argv: list[str], src: str | None, kind: str, wait: bool) -> int:
+    """Run the job under the broker's admission (without one: exec'd, or — ``wait``: the
+    launcher has work left after it — run and waited for)."""
     broker = os.environ.get("BUILDER_BROKER", "")
     if not broker or not Path(broker).exists() or src is None or os.environ.get(LAUNCHED):
-        os.execvp(argv[0], argv)
+        return _direct(argv, wait)
     file = os.path.abspath(src)
     retry = requeued = False
     # a stop request while the broker has the compiler paused: resume it on the way out
     # (run_measured's finally), or it would stay stopped, holding its memory
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit_on)
-    slots, held = remote_slots(argv, kind), -1
+    slots, held, index = remote_slots(argv, kind), -1, -1
     while True:
         if slots is not None:
             # a compile through sccache goes to the distributed pool, once a remote slot is
             # free, when the broker finds its predicted peak fits the pool (remote.py); the
             # slot is this process's until the next attempt or its exit (the kernel frees it)
             slots.release(held)
-            held = -1 if retry else slots.acquire(0 if slots.overflow else POLL)
+            held, index = (-1, -1) if retry else \
+                slots.acquire(0 if slots.overflow else POLL)
         group = jobgroup.make()
         try:
             conn, granted = ask(broker, wire.Acquire(
                 file, tuple(argv), os.getcwd(), retry, requeued, kind,
                 str(group.path) if group else "", os.environ.get(jobgroup.ENV, ""),
-                slots.slot if slots is not None and held >= 0 else 0))
+                *((slots.pool_file, index) if slots is not None and held >= 0 else ())))
         except OSError as exc:
             if group is not None:
                 group.remove()
@@ -328,7 +371,7 @@ def main(argv: list[str]) -> int:
                 print(f"builder: the memory broker at {broker} is silent ({exc}); running "
                       f"{src} without admission control (BUILDER_BROKER_TIMEOUT sets the "
                       f"wait)", file=sys.stderr, flush=True)
-            os.execvp(argv[0], argv)  # the broker went away: behave like no launcher
+            return _direct(argv, wait)  # the broker went away: behave like no launcher
         grant = granted or wire.Grant()  # the broker went away: as without one
         # not admitted to the pool: the compiler itself, without sccache (which would send
         # it there all the same)

@@ -2,19 +2,26 @@
 
 A **pool** is a set of sccache-dist build servers, each declaring the CPUs it offers and
 the memory it may use (its cgroup cap: its **budget**).  sccache-dist's scheduler places a
-job on the server with the fewest running jobs per core and knows nothing of memory; a
-server's cgroup would OOM-kill a compiler that does not fit.  builder adds memory with two
-rules, both decided on the client before a job leaves:
+job on the server with the fewest assigned jobs per core and knows nothing of memory; a
+server's cgroup would OOM-kill a compiler that does not fit.  builder adds memory, decided
+on the client before a job leaves, from two facts:
 
-* **a slot's budget** — a server runs at most one job per core, so each of its jobs may
-  use ``budget / cores`` (:func:`slot_budget`).  A job goes remote only when its predicted
-  peak fits the smallest slot budget of the pool (any server may receive it: the
-  scheduler cannot be told which one); a heavier job runs here, admitted by the local
-  budget as always (:func:`admits`).
-* **one job per remote core** — at most ``sum(cores)`` jobs are out at once
-  (:class:`Slots`, shared by every launcher of every build step through lock files).
-  With no more jobs than cores, a least-loaded placement never gives a server more jobs
-  than it has cores, so no server holds more than ``cores × slot budget ≤ budget``.
+* **where the scheduler can put a job** — on the least-loaded server (jobs per core), so
+  with *U* jobs out a server of *c* cores out of the pool's *C* holds at most
+  ``(U - 1) * c // C + 1`` of them (it received each while it was the least loaded, and the
+  server marks a job complete before the client hears of it);
+* **what a job can use there** — its predicted peak (the same estimate local admission
+  uses).  An nvcc job with ``--threads k`` (k ≤ its archs) becomes k device compiles that
+  sccache sends at once, each its own scheduler job that may land anywhere: it counts as
+  k jobs of ``peak / k`` (its threads' peaks add up to its peak).
+
+A job goes remote only when, with it and every job already out, every server's worst case
+— that count times the heaviest job out — fits its budget (:func:`fits`); otherwise it
+is compiled here, admitted by the local budget as always.  The jobs out are shared by
+every launcher of every build step through the pool's slot files (:class:`Slots`: one
+lock file per remote core, so at most ``C`` compiles are out at once); the broker that
+admits a job records its share in the slot its launcher holds, under one lock
+(:func:`claim`), so that two decisions never miss each other.
 
 A remote job costs the client only its local part (the preprocessor run and sccache's
 packaging: :data:`LOCAL_PART`), which is what the local broker reserves for it.  The
@@ -33,10 +40,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from builder.errors import OwnershipError
 from builder.memory.estimate import Estimate
 
-__all__ = ["LOCAL_PART", "POOL_ENV", "Pool", "Server", "Slots", "admits", "local_estimate",
-           "on_pool", "remote_slots", "slot_budget"]
+__all__ = ["LOCAL_PART", "POOL_ENV", "Pool", "Server", "Share", "Slots", "admits", "claim",
+           "fits", "on_pool", "remote_slots", "share_of"]
 
 #: names the pool file (``pool.json``) in a build step's environment: set by
 #: ``builder build --dist``, read by the memory launcher
@@ -105,71 +113,174 @@ class Pool:
         return Pool.from_json(json.loads(path.read_text(encoding="utf-8")))
 
 
-def slot_budget(server: Server) -> int:
-    """What one job on ``server`` may use: its budget shared by its cores."""
-    return server.memory // server.cores
+@dataclass(frozen=True)
+class Share:
+    """What a job out on the pool counts for: ``jobs`` scheduler jobs at once, each
+    predicted to peak at ``peak`` bytes."""
+
+    peak: int
+    jobs: int = 1
+
+
+def _threads(argv: tuple[str, ...] | list[str]) -> int:
+    """How many device compiles an nvcc command runs at once (``--threads``/``-t``, 0:
+    as many as it has archs), capped by its archs; 1 for any other compiler."""
+    if not any(Path(a).name == "nvcc" for a in argv[:3]):
+        return 1
+    n, archs = 1, 0
+    for i, a in enumerate(argv):
+        v = None
+        if a in ("-t", "--threads") and i + 1 < len(argv):
+            v = argv[i + 1]
+        elif a.startswith(("-t=", "--threads=")):
+            v = a.split("=", 1)[1]
+        if v is not None:
+            n = int(v) if v.isdigit() else 1
+        if a in ("-gencode", "--generate-code", "-arch") or a.startswith(
+                ("-gencode=", "--generate-code=", "-arch=", "--gpu-architecture=")):
+            archs += 1
+    archs = max(archs, 1)
+    return archs if n == 0 else max(1, min(n, archs))
+
+
+def share_of(peak: int, argv: tuple[str, ...] | list[str]) -> Share:
+    """A job's share of the pool (:class:`Share`) from its predicted peak and command."""
+    k = _threads(argv)
+    return Share(-(-peak // k), k)
+
+
+def fits(out: list[Share], pool: Pool) -> bool:
+    """Whether the jobs ``out`` may all be on ``pool`` at once: on each server, the most
+    jobs the least-loaded placement can give it times the heaviest job fits its budget."""
+    if not pool.servers or not out:
+        return bool(pool.servers)
+    total = sum(s.jobs for s in out)
+    heaviest = max(s.peak for s in out)
+    cores = pool.cores
+    return all(((total - 1) * s.cores // cores + 1) * heaviest <= s.memory
+               for s in pool.servers)
 
 
 def admits(peak: int, pool: Pool) -> bool:
-    """Whether a job predicted to peak at ``peak`` bytes may be compiled by ``pool``:
-    it must fit a slot of every server, since the scheduler chooses the server."""
-    return bool(pool.servers) and peak <= min(slot_budget(s) for s in pool.servers)
+    """Whether a job predicted to peak at ``peak`` bytes could be compiled by ``pool``
+    with nothing else out (any server may receive it: the scheduler chooses)."""
+    return peak > 0 and fits([Share(peak)], pool)
 
 
-def local_estimate(peak: int, slot: int) -> int | None:
-    """What the local broker reserves for a job offered to the pool (``slot``: the bytes a
-    job may use there, 0 when not offered): its local part when it goes remote, None when
-    it must run here (not offered, or too heavy for the pool's smallest slot)."""
-    return LOCAL_PART if 0 < peak <= slot else None
-
-
-def on_pool(est: Estimate, slot: int) -> tuple[Estimate, str]:
-    """The broker's hook: a job offered to the pool (``slot`` > 0, :attr:`wire.Acquire.
-    dist_slot`) that fits goes there, and is held here at its local part (``"remote"``);
-    any other job is held as estimated (``""``)."""
-    local = local_estimate(est.peak, slot)
-    if local is None:
+def on_pool(est: Estimate, argv: tuple[str, ...], pool_file: str, index: int
+            ) -> tuple[Estimate, str]:
+    """The broker's hook: a job whose launcher holds remote slot ``index`` of the pool
+    described by ``pool_file`` (:attr:`wire.Acquire.dist_pool`) goes there when the pool
+    takes it (:func:`claim`), and is held here at its local part (``"remote"``); any other
+    job is held as estimated (``""``)."""
+    if not pool_file or index < 0 or est.peak <= 0:
         return est, ""
+    try:
+        pool = Pool.read(Path(pool_file))
+    except (OSError, ValueError):
+        return est, ""
+    if not claim(Path(pool_file).parent / "slots", index, share_of(est.peak, argv), pool):
+        return est, ""
+    local = LOCAL_PART
     return replace(est, peak=local, reserve=local, cpu=0.0, curve=()), "remote"
+
+
+def _held_share(path: Path) -> Share | None:
+    """The share recorded in a slot file while its launcher holds it; None when the slot
+    is free or not claimed (its job is not out)."""
+    from builder.util.writer import open_lock
+
+    try:
+        fd = open_lock(path)
+    except (OSError, OwnershipError):
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            text = os.pread(fd, 64, 0).decode("ascii", "replace").split()
+            try:
+                return Share(int(text[0]), int(text[1])) if len(text) == 2 else None
+            except ValueError:
+                return None
+        fcntl.flock(fd, fcntl.LOCK_UN)  # free: its last job is over
+        return None
+    finally:
+        os.close(fd)
+
+
+def claim(folder: Path, index: int, share: Share, pool: Pool) -> bool:
+    """Under the pool's admission lock: whether ``share`` fits with every job already out
+    (:func:`fits`) and, when it does, its record in slot ``index`` (which the caller's
+    launcher holds).  A slot whose launcher ended is free whatever its file says."""
+    from builder.util.writer import open_lock
+
+    try:
+        lock = open_lock(folder / "admit.lock")
+    except (OSError, OwnershipError):
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out = [s for j in range(pool.cores) if j != index
+               and (s := _held_share(folder / f"slot-{j}.lock")) is not None]
+        if not fits([*out, share], pool):
+            return False
+        try:
+            fd = open_lock(folder / f"slot-{index}.lock")
+        except (OSError, OwnershipError):
+            return False
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{share.peak} {share.jobs}\n".encode(), 0)
+        finally:
+            os.close(fd)
+        return True
+    finally:
+        os.close(lock)  # closing releases the lock
 
 
 class Slots:
     """The pool's remote slots, one lock file per remote core in ``folder``: a launcher
-    holding one (``fcntl.flock``) has a job out; the kernel frees it when the launcher
-    ends however it ends, so a killed build leaves no slot taken.  ``slot``: the bytes a
-    job may use on the pool (:func:`admits`)."""
+    holding one (``fcntl.flock``) may have a job out — the broker that admits the job
+    records its share there (:func:`claim`); the kernel frees the slot when the launcher
+    ends however it ends, so a killed build leaves no slot taken.  ``pool_file``: the
+    pool's description, which the broker reads to admit (:func:`on_pool`)."""
 
-    def __init__(self, folder: Path, count: int, slot: int, overflow: bool = False) -> None:
-        self.folder, self.count, self.slot = folder, count, slot
+    def __init__(self, folder: Path, count: int, pool_file: str,
+                 overflow: bool = False) -> None:
+        self.folder, self.count, self.pool_file = folder, count, pool_file
         #: when every slot is taken, compile here at once rather than wait (Pool.overflow)
         self.overflow = overflow
 
-    def acquire(self, wait: float = POLL) -> int:
-        """The descriptor holding a slot: the first free one, looked for every ``wait``
-        seconds until one is (0: once); -1 when none is free or the folder is unusable.
-        The pool is used first; whether a compile then waits for a remote slot or runs
-        here is :attr:`overflow`'s (docs/dist.md)."""
+    def acquire(self, wait: float = POLL) -> tuple[int, int]:
+        """(the descriptor holding a slot, its index): the first free one, looked for
+        every ``wait`` seconds until one is (0: once); (-1, -1) when none is free or the
+        folder is unusable.  What a slot's file says of an earlier job is cleared.  The
+        pool is used first; whether a compile then waits for a remote slot or runs here
+        is :attr:`overflow`'s (docs/dist.md)."""
         from builder.util.writer import make_dirs, open_lock
 
         try:
             make_dirs(self.folder)
             fds = [open_lock(self.folder / f"slot-{i}.lock") for i in range(self.count)]
-        except OSError:
-            return -1  # the folder is not usable: no remote slot
+        except (OSError, OwnershipError):
+            return -1, -1  # the folder is not usable: no remote slot
+        free = list(enumerate(fds))
         try:
             while True:
-                for fd in fds:
+                for i, fd in free:
                     try:
                         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     except OSError:
                         continue
-                    fds.remove(fd)
-                    return fd
+                    free.remove((i, fd))
+                    os.ftruncate(fd, 0)  # not claimed until its broker admits it
+                    return fd, i
                 if wait <= 0:
-                    return -1
+                    return -1, -1
                 time.sleep(wait)
         finally:
-            for fd in fds:
+            for _, fd in free:
                 os.close(fd)
 
     @staticmethod
@@ -192,5 +303,4 @@ def remote_slots(argv: list[str], kind: str,
         return None
     if not pool.servers:
         return None
-    return Slots(Path(where).parent / "slots", pool.cores,
-                 min(slot_budget(s) for s in pool.servers), pool.overflow)
+    return Slots(Path(where).parent / "slots", pool.cores, where, pool.overflow)

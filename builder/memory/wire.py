@@ -43,9 +43,10 @@ class Acquire:
     kind: str = "compile"  # compile | link
     cgroup: str = ""  # the job's own cgroup ("": none)
     build_cgroup: str = ""  # the build's cgroup, which the backstop watches ("": none)
-    #: offered to the distributed pool: the bytes a job may use there (0: not offered;
-    #: :mod:`builder.memory.remote`)
-    dist_slot: int = 0
+    #: offered to the distributed pool: the pool's description and the remote slot the
+    #: launcher holds ("" and -1: not offered; :mod:`builder.memory.remote`)
+    dist_pool: str = ""
+    dist_index: int = -1
 
 
 @dataclass(frozen=True)

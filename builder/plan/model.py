@@ -13,10 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from builder.plan.payloads import Payload, as_data, payload_from_json, payload_to_json
+from builder.plan.payloads import (
+    Payload,
+    as_data,
+    fields_of,
+    payload_fields,
+    payload_from_json,
+    payload_to_json,
+)
 
-__all__ = ["BUILD", "CACHED", "DOWNLOAD", "SKIP", "TO_RUN", "BuildPlan", "Step", "Variant",
-           "variant_label"]
+__all__ = ["BUILD", "CACHED", "DOWNLOAD", "SKIP", "TO_RUN", "BuildPlan", "DistPool", "PoolServer",
+           "Step", "Variant", "json_default", "variant_label"]
 
 BUILD, CACHED, SKIP = "build", "cached", "skip"
 DOWNLOAD = "download"  # built elsewhere: fetched from a Conan remote instead of built
@@ -98,6 +105,41 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class PoolServer:
+    """A build server of the distributed pool, as its pool file declares it."""
+
+    name: str
+    addr: str  # host:port
+    cores: int
+    memory: int  # bytes: its cgroup cap, its budget
+
+
+@dataclass(frozen=True)
+class DistPool:
+    """The sccache-dist pool the plan's compiles may go to (``--dist`` with a declared
+    pool): what ``builder plan`` shows and what its forecast gave jobs to."""
+
+    scheduler: str  # the scheduler's URL
+    servers: tuple[PoolServer, ...]
+
+    @property
+    def cores(self) -> int:
+        return sum(s.cores for s in self.servers)
+
+    @property
+    def memory(self) -> int:
+        return sum(s.memory for s in self.servers)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scheduler": self.scheduler, "servers": as_data(self.servers),
+                "cores": self.cores, "memory": self.memory}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> DistPool:
+        return DistPool(d["scheduler"], tuple(PoolServer(**s) for s in d["servers"]))
+
+
+@dataclass(frozen=True)
 class BuildPlan:
     variants: tuple[Variant, ...]
     steps: tuple[Step, ...]
@@ -107,6 +149,7 @@ class BuildPlan:
     jobs: int
     notes: tuple[str, ...] = ()
     version: int = 1
+    dist: DistPool | None = None  # the distributed pool (``--dist``); None: this host only
     _index: dict[str, Step] = field(default_factory=dict, init=False, compare=False,
                                     repr=False)
     #: variant id → its steps in plan order, made on first use (a scan per variant made
@@ -138,7 +181,17 @@ class BuildPlan:
                        as_data(getattr(s, n)) for n in _STEP_FIELDS} for s in self.steps)
         return {"variants": as_data(self.variants), "steps": steps, "host": self.host,
                 "cpus": self.cpus, "memory_budget": self.memory_budget, "jobs": self.jobs,
-                "notes": as_data(self.notes), "version": self.version}
+                "notes": as_data(self.notes), "version": self.version,
+                **({"dist": self.dist.to_json()} if self.dist else {})}
+
+    def json_top(self) -> dict[str, Any]:
+        """:meth:`to_json`'s top level with its values as they are (the variants and
+        steps as objects): encoded with :func:`json_default` as the encoder's ``default``,
+        it is the same JSON, made without first copying every value of the plan."""
+        return {"variants": self.variants, "steps": self.steps, "host": self.host,
+                "cpus": self.cpus, "memory_budget": self.memory_budget, "jobs": self.jobs,
+                "notes": self.notes, "version": self.version,
+                **({"dist": self.dist.to_json()} if self.dist else {})}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> BuildPlan:
@@ -155,4 +208,16 @@ class BuildPlan:
         variants = tuple(Variant(**{k: tup(v) for k, v in v_.items()}) for v_ in d["variants"])
         return BuildPlan(variants=variants, steps=steps, host=d["host"], cpus=d["cpus"],
                          memory_budget=d["memory_budget"], jobs=d["jobs"],
-                         notes=tup(d.get("notes", [])), version=d.get("version", 1))
+                         notes=tup(d.get("notes", [])), version=d.get("version", 1),
+                         dist=DistPool.from_json(d["dist"]) if d.get("dist") else None)
+
+
+def json_default(x: Any) -> dict[str, Any]:
+    """The ``default`` hook of a JSON encoder of a plan's values: a step as in
+    :meth:`BuildPlan.to_json` (its payload with its type), any other dataclass as its
+    fields (:func:`fields_of`); the encoder calls it again for the dataclasses inside."""
+    if type(x) is Step:
+        d = fields_of(x)
+        d["payload"] = payload_fields(x.payload)
+        return d
+    return fields_of(x)

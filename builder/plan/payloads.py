@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 __all__ = ["CleanStage", "CollectInstall", "CompileJobs", "Download", "FetchSource", "HeavyJob",
            "KernelEntry", "MemoryConfig", "Payload", "Prediction", "PrepareBuild",
            "PublishInstall", "PublishKernels", "RecordInputs", "RenderFiles", "TestRun",
-           "WheelBuild", "as_data", "payload_from_json", "payload_to_json"]
+           "WheelBuild", "as_data", "fields_of", "payload_fields", "payload_from_json",
+           "payload_to_json"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Prediction:
     budget: int
     heaviest: tuple[HeavyJob, ...] = ()
     lightest: HeavyJob | None = None  # the least a compile job needs (budget checks)
+    remote: int = 0  # of the jobs, those predicted to compile on the distributed pool
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,15 @@ class RecordInputs:
     #: the compile key less the dependencies' outputs (resolve.keys.own_key): what the
     #: next plan reuses while nothing recorded changed
     own_key: str = ""
+    #: a build driven by pip or xmake (no Ninja deps log): the memory launcher's depfile
+    #: folder (builder.memory.depfiles); "" for a CMake build
+    depfiles: str = ""
+    reads: str = ""  # the Python processes' read logs (builder.source.reads); "": none
+    stage: str = ""  # the staged install: source files it holds copies of are inputs
+    wrappers: str = ""  # the compiler wrappers' folder: a compile through one is recorded
+    #: (builder's copy, the user's folder) of a patched source: recorded as the user's files
+    mapped: tuple[tuple[str, str], ...] = ()
+    scripts: tuple[str, ...] = ()  # suffixes of build scripts that are all inputs (.lua)
 
 
 @dataclass(frozen=True)
@@ -139,7 +150,7 @@ class PublishInstall:
     stage: str
     prefix: str
     meta: Mapping[str, Any]  # what the manifest records about how the variant was built
-    record: RecordInputs | None = None  # a CMake build of in-place sources
+    record: RecordInputs | None = None  # a build whose record keys it (keys.recorded)
 
 
 @dataclass(frozen=True)
@@ -297,6 +308,24 @@ def as_data(x: Any) -> Any:
 
 def payload_to_json(p: Payload | None) -> dict[str, Any] | None:
     return None if p is None else {"type": p.TYPE, **as_data(p)}
+
+
+def fields_of(x: Any) -> dict[str, Any]:
+    """One level of :func:`as_data`: a dataclass's fields by name, their values as they
+    are (the JSON encoder's ``default`` hook converts the dataclasses among them when it
+    meets them, and walks tuples, lists and dicts itself)."""
+    t = type(x)
+    names = _FIELDS.get(t)
+    if names is None:
+        if not (dataclasses.is_dataclass(x) and isinstance(t, type)):
+            raise TypeError(f"Object of type {t.__name__} is not JSON serializable")
+        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(x))
+    return {n: getattr(x, n) for n in names}
+
+
+def payload_fields(p: Payload | None) -> dict[str, Any] | None:
+    """:func:`payload_to_json` one level deep (:func:`fields_of`)."""
+    return None if p is None else {"type": p.TYPE, **fields_of(p)}
 
 
 def _value(hint: Any, raw: Any) -> Any:

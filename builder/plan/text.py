@@ -10,10 +10,10 @@ import shlex
 from collections.abc import Iterator
 from typing import IO
 
-from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step
+from builder.plan.model import BUILD, CACHED, DOWNLOAD, SKIP, BuildPlan, Step, json_default
 from builder.plan.payloads import CompileJobs, RenderFiles, WheelBuild
 
-__all__ = ["dot", "gib", "text", "text_lines", "to_json", "write_json"]
+__all__ = ["dot", "gib", "stream_text", "text", "text_lines", "to_json", "write_json"]
 
 _MARK = {BUILD: "build", DOWNLOAD: "download", CACHED: "cached", SKIP: "skip"}
 _COLOR = {BUILD: "\033[33m", DOWNLOAD: "\033[36m", CACHED: "\033[32m", SKIP: "\033[90m"}
@@ -59,7 +59,9 @@ def _step_lines(s: Step, color: bool, show_commands: bool, said: str = "") -> li
     if pred and pred.jobs:
         lines.append(f"        memory: {pred.jobs} compile job(s) under a "
                      f"{gib(pred.budget)} budget → predicted peak {gib(pred.peak)}, "
-                     f"~{pred.parallelism:.1f} in parallel, ~{pred.wall:.0f} s")
+                     f"~{pred.parallelism:.1f} in parallel, ~{pred.wall:.0f} s"
+                     + (f"; {pred.remote} of them on the distributed pool" if pred.remote
+                        else ""))
         for h in pred.heaviest[:3]:
             lines.append(f"          {h.file}: ~{gib(h.peak)} ({estimate_source(h.source)})")
     w = s.payload if isinstance(s.payload, WheelBuild) else None
@@ -155,15 +157,34 @@ def text_lines(plan: BuildPlan, *, color: bool = False, commands: bool = True
     yield "".join(f"{line}\n" for line in out)
 
 
+def stream_text(plan: BuildPlan, stream: IO[str], *, color: bool = False,
+                commands: bool = True) -> None:
+    """:func:`text_lines` written in chunks of about :data:`CHUNK` characters, each ending
+    with a newline: a write per variant made the terminal's redactor (whose cost is per
+    call) a large part of showing a plan of thousands of variants."""
+    buf: list[str] = []
+    size = 0
+    for chunk in text_lines(plan, color=color, commands=commands):
+        buf.append(chunk)
+        size += len(chunk)
+        if size >= CHUNK:
+            stream.write("".join(buf))
+            buf, size = [], 0
+    if buf:
+        stream.write("".join(buf))
+
+
 def to_json(plan: BuildPlan) -> str:
     out = io.StringIO()
     write_json(plan, out)
     return out.getvalue()
 
 
-#: the encoder of :func:`write_json`'s lines: ``json.dumps(x, sort_keys=True)``'s output,
-#: without its per-call set-up and its check for cycles (a plan is a tree of plain values)
-_LINE = json.JSONEncoder(sort_keys=True, check_circular=False).encode
+#: the encoder of :func:`write_json`'s lines: ``json.dumps(as_data(x), sort_keys=True)``'s
+#: output, without its per-call set-up and its check for cycles (a plan is a tree of plain
+#: values), and without copying every value first: the C encoder walks the tuples and
+#: asks :func:`json_default` for each dataclass's fields
+_LINE = json.JSONEncoder(sort_keys=True, check_circular=False, default=json_default).encode
 #: characters gathered before a write: every write to the terminal passes the redactor,
 #: whose cost is per call (a line per write made it most of a large plan's time)
 CHUNK = 1 << 20
@@ -174,7 +195,7 @@ def write_json(plan: BuildPlan, stream: IO[str]) -> None:
     variant and step on a line of its own (keys sorted): diffable, and made a line at a
     time by the C encoder (an indented dump of a plan of thousands of variants took
     several times as long as resolving it), written in chunks of about :data:`CHUNK`."""
-    data = plan.to_json()
+    data = plan.json_top()
     keys = sorted(data)
     buf: list[str] = ["{\n"]
     size = 0

@@ -38,7 +38,8 @@ from builder.pool import config, farm, scheduler
 from builder.util import writer
 
 __all__ = ["DIST_ENV", "LOCAL_ENV", "POOL_FILE_ENV", "RUNTIME", "TOKEN_ENV", "TOKEN_FILE_ENV",
-           "Session", "Stats", "describe", "pool_for", "prepare", "read_token", "stats_of"]
+           "TOOLCHAINS_ENV", "Session", "Stats", "describe", "pool_for", "pool_record",
+           "prepare", "read_token", "stats_of"]
 
 DIST_ENV = "BUILDER_DIST"
 TOKEN_ENV = "BUILDER_DIST_TOKEN"
@@ -47,6 +48,10 @@ TOKEN_FILE_ENV = "BUILDER_DIST_TOKEN_FILE"
 POOL_FILE_ENV = "BUILDER_DIST_POOL_FILE"
 #: "0": a compile waits for a remote slot rather than run here when the pool is busy
 LOCAL_ENV = "BUILDER_DIST_LOCAL"
+#: where sccache keeps the toolchain packages it sends to the pool (default: the state's
+#: ``dist/client/toolchains``): one folder for every project of a machine packs each
+#: compiler once (an nvcc toolchain is hundreds of MB)
+TOOLCHAINS_ENV = "BUILDER_DIST_TOOLCHAINS"
 #: what a build step takes from this process at run time while --dist is on
 RUNTIME = ("SCCACHE_CONF", "SCCACHE_SERVER_PORT", POOL_ENV)
 
@@ -169,6 +174,24 @@ class Session:
         return got
 
 
+def pool_record(state: Path, url: str, pool: Pool | None, st: Stats) -> dict[str, Any]:
+    """What a build did on the pool, for its record and report: per server the compiles
+    sccache ran there and, for the pool ``builder dist start`` made here, its cgroup's
+    peak (since it started) and OOM kills; a server not declared appears by address."""
+    ran = dict(st.distributed or {})
+    local = {s["addr"]: s for s in farm.farm_status(state).get("servers", [])} \
+        if _local_farm(state, url) else {}
+    servers = []
+    for s in pool.servers if pool else ():
+        row: dict[str, Any] = {**s.to_json(), "jobs": ran.pop(s.addr, 0)}
+        row.update({k: local[s.addr][k] for k in ("peak", "oom_kills")
+                    if k in local.get(s.addr, {})})
+        servers.append(row)
+    servers += [{"name": addr, "addr": addr, "jobs": n} for addr, n in sorted(ran.items())]
+    return {"scheduler": url, "compiles": st.compiles, "remote": st.remote,
+            "failed_there": st.remote_failures, "servers": servers}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -200,8 +223,10 @@ def prepare(state: Path, url: str, environ: MutableMapping[str, str],
     pool, _ = pool_for(state, url, environ)
     d = state / "dist" / "client"
     conf = d / "sccache.conf"
-    writer.write_text(conf, config.client_conf(url, token, str(writer.make_dirs(d / "toolchains"))),
-                      mode=0o600)
+    shared = environ.get(TOOLCHAINS_ENV, "")
+    toolchains = writer.make_dirs(Path(shared).expanduser().absolute(), named=True) \
+        if shared else writer.make_dirs(d / "toolchains")
+    writer.write_text(conf, config.client_conf(url, token, str(toolchains)), mode=0o600)
     env = {"SCCACHE_CONF": str(conf), "SCCACHE_SERVER_PORT": str(_free_port())}
     if pool is not None:
         pool = replace(pool, overflow=environ.get(LOCAL_ENV, "1") != "0")

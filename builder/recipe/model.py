@@ -61,11 +61,17 @@ class FlagSet:
     ld: tuple[str, ...] = ()
 
     def __add__(self, other: FlagSet) -> FlagSet:
-        return FlagSet(*(getattr(self, k) + getattr(other, k) for k in LANGS))
+        if other == _NO_FLAGS:  # most layers are empty: nothing to copy
+            return self
+        return FlagSet(self.c + other.c, self.cxx + other.cxx, self.cuda + other.cuda,
+                       self.hip + other.hip, self.metal + other.metal, self.ld + other.ld)
 
     def get(self, lang: str) -> tuple[str, ...]:
         value: tuple[str, ...] = getattr(self, lang)
         return value
+
+
+_NO_FLAGS = FlagSet()
 
 
 @dataclass(frozen=True)
@@ -380,6 +386,11 @@ def option_text(value: OptionValue) -> str:
     return str(value)
 
 
+#: ``json.dumps(x, sort_keys=True, default=str)``, its encoder made once: ``json.dumps``
+#: makes a new one per call when given options, and a plan makes a digest per step
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 def digest(*parts: object) -> str:
     """sha256 of a canonical JSON rendering: the one way keys are made."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(_CANONICAL(parts).encode()).hexdigest()

@@ -1,6 +1,9 @@
 """builder's project-local Conan home (``.builder/conan``): made with no remotes, and
-rebuilt when its package database is damaged — it is a cache of what builder's recipes
-build, so emptying it loses nothing that the next build does not make again."""
+rebuilt when a conan killed while it made the home (or stopped by a full disk) left it
+damaged — its package database without its tables, or a file Conan generates (a plugin,
+its settings) empty or cut short, which Conan never writes again.  It is a cache of what
+builder's recipes build, so emptying it loses nothing that the next build does not make
+again; the remotes, credentials and settings builder or the user wrote stay."""
 
 from __future__ import annotations
 
@@ -12,17 +15,59 @@ from pathlib import Path
 from builder.util import writer
 from builder.workspace.paths import Workspace
 
-__all__ = ["CONAN_TABLES", "conan_home_damage", "ensure_conan_home", "repair_conan_home"]
+__all__ = ["CONAN_TABLES", "GENERATED", "conan_home_damage", "ensure_conan_home",
+           "repair_conan_home"]
 
 
 #: the tables Conan 2's package database must hold (``p/cache.sqlite3``)
 CONAN_TABLES = frozenset({"recipes", "packages"})
+#: what Conan generates in a new home (and again only when they are missing): removed
+#: together when one is damaged, so that the next conan call makes them all anew
+GENERATED = ("extensions", "migrations", "version.txt", "settings.yml")
+#: generated plugins and the function each must define
+_PLUGINS = {"extensions/plugins/compatibility/compatibility.py": "def compatibility",
+            "extensions/plugins/profile.py": "def profile_plugin"}
 
 
 def conan_home_damage(home: Path) -> str | None:
-    """What is wrong with the package database of builder's Conan home (None: nothing,
-    or no database yet).  A conan killed, or stopped by a full disk, while it created the
-    database leaves one without its tables, and every later conan call fails."""
+    """What is wrong with builder's Conan home (None: nothing, or not made yet): its
+    package database (:func:`_database_damage`) or a file Conan generated
+    (:func:`_generated_damage`).  Either makes every later conan call fail."""
+    return _database_damage(home) or _generated_damage(home)
+
+
+def _generated_damage(home: Path) -> str | None:
+    """A generated file of the home that is empty, cut short or not valid Python: Conan
+    writes each once, when it is missing."""
+    files = [home / "version.txt", home / "settings.yml",
+             *(p for d in ("extensions", "migrations") for p in sorted((home / d).rglob("*.py"))
+               if (home / d).is_dir())]
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"{f} cannot be read ({exc})"
+        rel = f.relative_to(home).as_posix()
+        if not text.strip():
+            return f"{f} is empty"
+        if f.name == "settings.yml" and not all(f"\n{k}:" in f"\n{text}" for k in
+                                                  ("os", "arch", "compiler", "build_type")):
+            return f"{f} is cut short (not every top-level setting is there)"
+        if f.suffix == ".py":
+            try:
+                compile(text, str(f), "exec")
+            except (SyntaxError, ValueError) as exc:
+                return f"{f} is cut short ({exc.__class__.__name__})"
+            if rel in _PLUGINS and _PLUGINS[rel] not in text:
+                return f"{f} is cut short (no {_PLUGINS[rel].removeprefix('def ')})"
+    return None
+
+
+def _database_damage(home: Path) -> str | None:
+    """What is wrong with the package database (``p/cache.sqlite3``): a conan killed
+    while it created the database leaves one without its tables."""
     import sqlite3
 
     db = home / "p" / "cache.sqlite3"
@@ -46,16 +91,24 @@ def repair_conan_home(ws: Workspace) -> str | None:
     emptied (the remotes and settings stay), and the installs whose Conan packages lived
     in it are removed so that the next build makes both again.  Returns the note to show
     (None: nothing was wrong)."""
-    problem = conan_home_damage(ws.conan_home)
-    if problem is None:
+    home = ws.conan_home
+    generated = _generated_damage(home)
+    problem = _database_damage(home)
+    if problem is None and generated is None:
         return None
-    for folder in (ws.conan_home / "p", ws.installs):
-        aside = folder.with_name(f".{folder.name}.damaged{os.getpid()}")
-        if folder.exists():
-            writer.move(folder, aside)
+    doomed = [*(home / g for g in GENERATED if generated)]
+    if problem is not None:
+        doomed += [home / "p", ws.installs]
+    for path in doomed:
+        aside = path.with_name(f".{path.name}.damaged{os.getpid()}")
+        if path.exists() or path.is_symlink():
+            writer.move(path, aside)
             writer.remove(aside)
-    return (f"builder's Conan home {ws.conan_home} was damaged: {problem}; its package "
-            f"cache was emptied and the installs it held are rebuilt from the recipes")
+    if problem is None:
+        return (f"builder's Conan home {home} was damaged: {generated}; the files Conan "
+                f"generates there are rebuilt")
+    return (f"builder's Conan home {home} was damaged: {problem}; its package cache was "
+            f"emptied and the installs it held are rebuilt from the recipes")
 
 
 def ensure_conan_home(ws: Workspace) -> None:

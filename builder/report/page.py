@@ -18,8 +18,8 @@ from typing import Any
 from builder.errors import UsageError
 from builder.workspace.paths import Workspace
 
-__all__ = ["CSS", "load", "memory_scale", "render_html", "short_paths", "svg_memory",
-           "svg_timeline", "tu_table", "write"]
+__all__ = ["CSS", "load", "memory_scale", "pool_section", "render_html", "short_paths",
+           "svg_memory", "svg_timeline", "tu_table", "write"]
 
 LANE = 22  # px per timeline row
 
@@ -290,6 +290,31 @@ def _outcome(v: dict[str, Any], data: dict[str, Any]) -> str:
     return words.get(str(v["status"]), str(v["status"]))
 
 
+def pool_section(data: dict[str, Any]) -> str:
+    """The distributed pool (``--dist``): per build server the compiles sccache ran there
+    and, for a pool started here, its cgroup's peak and OOM kills; "" without a pool."""
+    d = data.get("dist")
+    if not d:
+        return ""
+
+    def cell(s: dict[str, Any], key: str, fmt: Any) -> str:
+        return fmt(s[key]) if key in s else "—"
+
+    rows = "\n".join(
+        f"<tr><td>{html.escape(str(s['name']))}</td><td>{html.escape(str(s['addr']))}</td>"
+        f"<td>{cell(s, 'cores', str)}</td><td>{cell(s, 'memory', _mib)}</td>"
+        f"<td>{s['jobs']}</td><td>{cell(s, 'peak', _mib)}</td>"
+        f"<td>{cell(s, 'oom_kills', str)}</td></tr>" for s in d.get("servers", []))
+    here = sum(1 for j in data.get("compile_jobs", []) if j.get("where") == "remote")
+    return (f"<h2>Distributed pool</h2><p>{html.escape(str(d['scheduler']))}: "
+            f"{d['remote']} of {d['compiles']} compile(s) ran on the pool, "
+            f"{d['failed_there']} failed there and were compiled here; {here} job(s) were "
+            f"sent by builder (marked <i>pool</i> in the table above; sccache does not say "
+            f"which server ran which)</p>"
+            f"<table><tr><th>server</th><th>address</th><th>cores</th><th>budget</th>"
+            f"<th>compiles</th><th>peak</th><th>OOM kills</th></tr>{rows}</table>")
+
+
 #: in the head of every page builder writes: what ``report -o`` may replace
 GENERATOR = '<meta name="generator" content="builder report">'
 
@@ -327,6 +352,7 @@ def render_html(data: dict[str, Any]) -> str:
 <table><tr><th>file</th><th>count</th><th>peak</th><th>estimate</th><th>from</th>
 <th>min s</th><th>max s</th><th>avg s</th><th>total s</th><th>%</th><th></th></tr>
 {rows}</table>
+{pool_section(data)}
 <h2>Variants</h2><table><tr><th>variant</th><th>outcome</th><th>note</th></tr>{variants}</table>
 </body></html>
 """

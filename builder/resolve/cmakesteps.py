@@ -14,14 +14,11 @@ from packaging.requirements import Requirement
 
 from builder import backends as registry
 from builder.backends import Backend
-from builder.memory.estimate import estimate, nvcc_shape
-from builder.memory.forecast import simulate
+from builder.host.facts import HostFacts
 from builder.plan.model import Step, Variant
 from builder.plan.payloads import (
     CleanStage,
     CompileJobs,
-    HeavyJob,
-    Prediction,
     PublishInstall,
     RecordInputs,
     RenderFiles,
@@ -29,6 +26,7 @@ from builder.plan.payloads import (
 from builder.recipe.model import CMAKE_BUILD_TYPE, FlagSet
 from builder.recipe.subst import substitute
 from builder.resolve import keys, render
+from builder.resolve.prediction import memory_prediction, switch
 from builder.resolve.steps import (
     BUILD_TIMEOUT,
     StepCommon,
@@ -37,6 +35,7 @@ from builder.resolve.steps import (
     common_of,
     fetch_steps,
     memory_config,
+    step_hash,
     test_steps,
     tool,
     with_hash,
@@ -45,10 +44,6 @@ from builder.resolve.system import platform_ref
 from builder.resolve.system import table as system_table
 from builder.resolve.wheelsteps import wheel_steps
 from builder.workspace.paths import Workspace
-
-#: the forecast of a set of jobs, made once: the variants of one source folder (a backend,
-#: build type or Python apart) often ask for the same one, and it is pure
-_forecast = functools.lru_cache(maxsize=256)(simulate)
 
 __all__ = ["cmake_steps", "compiler_cache_env", "conan_args", "conan_options", "cross_target",
            "install_meta", "memory_prediction", "record_inputs", "sccache_env", "switch"]
@@ -67,60 +62,70 @@ def cmake_steps(ctx: VariantContext) -> list[Step]:
     be = registry.get(ctx.kind)
     spec = r.backend(v.backend)
     assert spec is not None
-    bdir, stage = ws.build_dir(r.name, ctx.vdir), ws.stage_dir(r.name, ctx.vdir)
-    vals = ctx.values()
-    flags = ctx.flags()
-    pch_file = bdir / "conan" / "builder_pch.cmake"
+    bdir, stage = ctx.build_folder, ctx.stage_folder  # as text: files named below them
+    vals, flags = ctx.values(), ctx.flags()
+    pch_file = f"{bdir}/conan/builder_pch.cmake"
     use_pch = switch(r.memory.pch, vals) and bool(r.memory.pch_headers)
     defines = cmake_defines(ctx, be, flags, vals, pch_file if use_pch else None)
     cache_env = _launchers(ctx, be, defines)
     conan_files = _conan_files(ctx, be, flags, vals, bdir)
     if use_pch:
-        conan_files.files[str(pch_file)] = render.pch_cmake(r.memory.pch_headers)
+        conan_files.files[pch_file] = render.pch_cmake(r.memory.pch_headers)
     fetch = fetch_steps(ctx)
     pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps) + tuple(f.id for f in fetch)
     conan, cmake = tool(ctx.host, "conan", "conan"), tool(ctx.host, "cmake", "cmake")
     conan_env = (("CONAN_HOME", str(ws.conan_home)),)
     option_args = conan_args(v, [d for d, _ in ctx.deps])
     profile_args = conan_files.profile_args
-    sid, common = v.id, common_of(v)
+    sid, common, key = v.id, common_of(v), v.compile_key
     remote = ("-r", ctx.conan_remote) if ctx.conan_remote and any(
         c.provider == "remote" for c in r.requires.conan) else ("-nr",)
     steps = [*fetch,
         Step(id=f"{sid}/render", kind="render", deps=pre,
-             outputs=tuple(conan_files.files),
+             outputs=tuple(conan_files.files), inputs_hash=step_hash(key, "render"),
              payload=RenderFiles(tuple(sorted(conan_files.files.items()))), **common),
         Step(id=f"{sid}/conan-install", kind="conan-install",
-             commands=((conan, "install", str(bdir / "conan"), "--output-folder",
-                        str(bdir / "gen"), *profile_args, *option_args, *remote),),
-             env=conan_env, cwd=str(bdir), deps=(f"{sid}/render",),
-             outputs=(str(bdir / "gen" / "conan_toolchain.cmake"),), timeout=600, **common),
+             commands=((conan, "install", f"{bdir}/conan", "--output-folder",
+                        f"{bdir}/gen", *profile_args, *option_args, *remote),),
+             env=conan_env, cwd=bdir, deps=(f"{sid}/render",),
+             outputs=(f"{bdir}/gen/conan_toolchain.cmake",), timeout=600,
+             inputs_hash=step_hash(key, "conan-install"), **common),
         _configure_step(ctx, cmake, vals, defines, stage, common),
-        _build_step(ctx, cmake, vals, cache_env, str(bdir), common),
-        Step(id=f"{sid}/stage", kind="stage",
-             commands=((cmake, "--install", vals["build"], "--prefix", str(stage)),)
-             if r.install.project_rules else (),
-             cwd=str(bdir), deps=(f"{sid}/build",), outputs=(str(stage),),
-             payload=CleanStage(str(stage)), timeout=600, **common),
+        _build_step(ctx, cmake, vals, cache_env, bdir, common),
+        _stage_step(ctx, cmake, vals, common),
     ]
     installed = f"{sid}/stage"
     if r.install.files:  # what the project's own install rules miss
-        steps.append(collect_step(ctx, vals, stage, installed, common))
+        steps.append(collect_step(ctx, vals, Path(stage), installed, common))
         installed = steps[-1].id
-    tests, last = test_steps(ctx, installed, str(stage))
+    tests, last = test_steps(ctx, installed, stage)
     steps.extend(tests)
     steps.append(Step(id=f"{sid}/export", kind="export",
-                      commands=((conan, "export-pkg", str(bdir / "conan"), *profile_args,
+                      commands=((conan, "export-pkg", f"{bdir}/conan", *profile_args,
                                  *option_args, "-c", f"user.builder:stage={stage}", "-nr"),),
-                      env=conan_env, cwd=str(bdir), deps=(last,), timeout=600, **common))
+                      env=conan_env, cwd=bdir, deps=(last,), timeout=600,
+                      inputs_hash=step_hash(key, "export"), **common))
     steps.append(Step(id=f"{sid}/publish", kind="publish", deps=(f"{sid}/export",),
-                      outputs=(v.prefix,), inputs_hash=v.compile_key, **common,
-                      payload=PublishInstall(stage=str(stage), prefix=v.prefix,
+                      outputs=(v.prefix,), inputs_hash=key, **common,
+                      payload=PublishInstall(stage=stage, prefix=v.prefix,
                                              meta=install_meta(ctx),
                                              record=record_inputs(ctx, vals))))
-    steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
-                             native=True))
-    return [with_hash(s, v.compile_key) for s in steps]
+    if r.python.versions:  # a wheel of the recipe's Python package (wheel_steps)
+        steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package),
+                                 f"{sid}/publish", native=True))
+    return [with_hash(s, key) for s in steps]
+
+
+def _stage_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
+                common: StepCommon) -> Step:
+    """``cmake --install`` into the variant's stage folder, emptied first."""
+    sid, stage = ctx.variant.id, ctx.stage_folder
+    return Step(id=f"{sid}/stage", kind="stage",
+                commands=((cmake, "--install", vals["build"], "--prefix", stage),)
+                if ctx.recipe.install.project_rules else (),
+                cwd=ctx.build_folder, deps=(f"{sid}/build",), outputs=(stage,),
+                payload=CleanStage(stage), timeout=600,
+                inputs_hash=step_hash(ctx.variant.compile_key, "stage"), **common)
 
 
 def record_inputs(ctx: VariantContext, vals: dict[str, str]) -> RecordInputs | None:
@@ -142,7 +147,7 @@ def record_inputs(ctx: VariantContext, vals: dict[str, str]) -> RecordInputs | N
 
 
 def _configure_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
-                    defines: dict[str, str], stage: Path, common: StepCommon) -> Step:
+                    defines: dict[str, str], stage: str, common: StepCommon) -> Step:
     """``cmake -G Ninja`` with Conan's toolchain, the build type, the stage as the install
     prefix and the recipe's defines.  A dependent's build folder outlives its
     dependencies' Conan packages (it is named by their identity, not their content: a
@@ -150,16 +155,17 @@ def _configure_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
     folders CMake cached (``<Package>_DIR``) are forgotten: ``find_package`` finds the
     dependencies' packages of this build through Conan's toolchain again."""
     v = ctx.variant
-    bdir = ctx.ws.build_dir(ctx.recipe.name, ctx.vdir)
+    bdir = ctx.build_folder
     forget = ("-U", "*_DIR") if ctx.deps else ()
     return Step(id=f"{v.id}/configure", kind="configure",
                 commands=((cmake, *forget, "-S", vals["source"], "-B", vals["build"],
                            "-G", "Ninja",
-                           f"-DCMAKE_TOOLCHAIN_FILE={bdir / 'gen' / 'conan_toolchain.cmake'}",
+                           f"-DCMAKE_TOOLCHAIN_FILE={bdir}/gen/conan_toolchain.cmake",
                            f"-DCMAKE_BUILD_TYPE={CMAKE_BUILD_TYPE[v.build_type]}",
                            f"-DCMAKE_INSTALL_PREFIX={stage}", *_make_program(ctx),
                            *(f"-D{k}={val}" for k, val in defines.items())),),
-                cwd=str(bdir), deps=(f"{v.id}/conan-install",), timeout=1800, **common)
+                cwd=bdir, deps=(f"{v.id}/conan-install",), timeout=1800,
+                inputs_hash=step_hash(v.compile_key, "configure"), **common)
 
 
 def _make_program(ctx: VariantContext) -> tuple[str, ...]:
@@ -170,7 +176,7 @@ def _make_program(ctx: VariantContext) -> tuple[str, ...]:
 
 
 def cmake_defines(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[str, str],
-                  pch_file: Path | None) -> dict[str, str]:
+                  pch_file: str | None) -> dict[str, str]:
     """``-D`` values of the configure step, in a stable order: the backend's (archs),
     the target Python's, the options', the recipe's, unity/PCH, device-code flags."""
     r, v = ctx.recipe, ctx.variant
@@ -188,7 +194,7 @@ def cmake_defines(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[s
         defines["CMAKE_UNITY_BUILD"] = "ON"
         defines["CMAKE_UNITY_BUILD_BATCH_SIZE"] = str(r.memory.unity_batch_size)
     if pch_file is not None:
-        defines["CMAKE_PROJECT_INCLUDE"] = str(pch_file)
+        defines["CMAKE_PROJECT_INCLUDE"] = pch_file
     for other in registry.backends():  # device-code flags, for each language CMake knows
         lang = other.flags_lang
         if lang and other.cmake_language and flags.get(lang):
@@ -239,13 +245,13 @@ def _launchers(ctx: VariantContext, be: Backend, defines: dict[str, str]
 
 
 def _conan_files(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[str, str],
-                 bdir: Path) -> _ConanFiles:
+                 bdir: str) -> _ConanFiles:
     """The conanfile and the profile(s): the host's (or the cross target's) and, for a
     cross build, this machine's (its tools run here)."""
     r, v, host = ctx.recipe, ctx.variant, ctx.host
 
-    def sub(xs: tuple[str, ...]) -> list[str]:
-        return [substitute(x, vals) for x in xs]
+    def sub(xs: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(substitute(x, vals) for x in xs)
 
     compilers = {"c": tool(host, "cc", "cc"), "cpp": tool(host, "cxx", "c++")}
     build_compilers = dict(compilers)
@@ -256,28 +262,49 @@ def _conan_files(ctx: VariantContext, be: Backend, flags: FlagSet, vals: dict[st
         compilers.update(ctx.platform.compilers)
     system_refs = [c for c in r.requires.conan if c.provider == "system"]
     multiarch = ctx.platform.multiarch if ctx.platform is not None else ""
-    profile = str(bdir / "conan" / "profile")
+    profile = f"{bdir}/conan/profile"
     files = {
-        str(bdir / "conan" / "conanfile.py"): render.conanfile(
-            name=r.name, version=r.version, options=[k for k, _ in conan_options(v)],
-            requires=[f"{d.recipe}/{d.version}" for d, _ in ctx.deps] + [
-                c.ref for c in r.requires.conan]),
-        profile: render.profile(
-            host=host, build_type=v.build_type, jobs=ctx.jobs, cflags=sub(flags.c),
-            cxxflags=sub(flags.cxx), ldflags=sub(flags.ld), compilers=compilers,
-            cppstd=r.cxx_standard,
-            platform_requires=[platform_ref(c, host, multiarch) for c in system_refs],
-            platform_tool_requires=[platform_ref(c, host) for c in system_refs
-                                    if system_table().get(c.name, {}).get("tool")],
-            target=cross),
+        f"{bdir}/conan/conanfile.py": _conanfile(
+            r.name, r.version, tuple(k for k, _ in conan_options(v)),
+            tuple(f"{d.recipe}/{d.version}" for d, _ in ctx.deps) + tuple(
+                c.ref for c in r.requires.conan)),
+        profile: _profile(
+            host, v.build_type, ctx.jobs, sub(flags.c), sub(flags.cxx), sub(flags.ld),
+            tuple(compilers.items()), r.cxx_standard,
+            tuple(platform_ref(c, host, multiarch) for c in system_refs),
+            tuple(platform_ref(c, host) for c in system_refs
+                  if system_table().get(c.name, {}).get("tool")),
+            cross),
     }
     if cross is None:
         return _ConanFiles(files, ("-pr:a", profile))
-    build_profile = str(bdir / "conan" / "profile-build")
-    files[build_profile] = render.profile(
-        host=host, build_type=v.build_type, jobs=ctx.jobs, cflags=[], cxxflags=[],
-        ldflags=[], compilers=build_compilers)
+    build_profile = f"{bdir}/conan/profile-build"
+    files[build_profile] = _profile(host, v.build_type, ctx.jobs, (), (), (),
+                                    tuple(build_compilers.items()))
     return _ConanFiles(files, ("-pr:h", profile, "-pr:b", build_profile))
+
+
+@functools.lru_cache(maxsize=256)
+def _conanfile(name: str, version: str, options: tuple[str, ...],
+               requires: tuple[str, ...]) -> str:
+    """:func:`render.conanfile`, rendered once per recipe: every variant has the same."""
+    return render.conanfile(name=name, version=version, options=options, requires=requires)
+
+
+@functools.lru_cache(maxsize=256)
+def _profile(host: HostFacts, build_type: str, jobs: int, cflags: tuple[str, ...],
+             cxxflags: tuple[str, ...], ldflags: tuple[str, ...],
+             compilers: tuple[tuple[str, str], ...], cppstd: str = "",
+             platform_requires: tuple[str, ...] = (),
+             platform_tool_requires: tuple[str, ...] = (),
+             target: render.CrossTarget | None = None) -> str:
+    """:func:`render.profile`, rendered once per distinct input: the variants of a recipe
+    share a profile per build type and flags (made per variant, it was a large part of
+    planning a recipe of thousands of variants)."""
+    return render.profile(host=host, build_type=build_type, jobs=jobs, cflags=cflags,
+                          cxxflags=cxxflags, ldflags=ldflags, compilers=dict(compilers),
+                          cppstd=cppstd, platform_requires=platform_requires,
+                          platform_tool_requires=platform_tool_requires, target=target)
 
 
 def _build_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
@@ -294,7 +321,8 @@ def _build_step(ctx: VariantContext, cmake: str, vals: dict[str, str],
     prediction = memory_prediction(ctx)
     return Step(id=f"{sid}/build", kind="build", commands=(argv,), env=tuple(cache_env),
                 cwd=bdir, deps=(f"{sid}/configure",), memory=prediction.peak,
-                timeout=BUILD_TIMEOUT, **common,
+                timeout=BUILD_TIMEOUT, inputs_hash=step_hash(ctx.variant.compile_key, "build"),
+                **common,
                 payload=CompileJobs(prediction, memory_config(ctx, vals["source"], vals["build"])))
 
 
@@ -348,80 +376,6 @@ def sccache_env(ws: Workspace, cache_remote: str) -> list[tuple[str, str]]:
     if cache_remote:
         env.append(("SCCACHE_REDIS_ENDPOINT", cache_remote))
     return env
-
-
-def switch(value: bool | str, vals: dict[str, str]) -> bool:
-    """A memory switch: a bool, or ``${options.NAME}`` naming a bool option."""
-    if isinstance(value, bool):
-        return value
-    return substitute(value, vals) == "ON"
-
-
-#: what CMake's unity build merges into one translation unit (C and C++ only)
-_UNITY_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++")
-
-
-def _units(ctx: VariantContext) -> list[tuple[str, tuple[str, ...]]]:
-    """The translation units this variant compiles: those of its source folder (a patched
-    copy has its original's), less the files only another backend compiles (a CPU build
-    never compiles a ``.cu``)."""
-    root = ctx.source_root()
-    units = ctx.units.get(root)
-    src = ctx.recipe.sources[0] if ctx.recipe.sources else None
-    if units is None and src is not None and src.kind == "path":
-        units = ctx.units.get(str(Path(src.location) / src.subdir) if src.subdir
-                              else src.location)
-    claimed = {sfx: be.name for be in registry.backends() for sfx in be.source_suffixes}
-    return [(rel, inc) for rel, inc in units or ()
-            if claimed.get(Path(rel).suffix, ctx.kind) == ctx.kind]
-
-
-def _unity(jobs: list[tuple[str, int, float, float, tuple[float, ...]]], batch: int
-           ) -> list[tuple[str, int, float, float, tuple[float, ...]]]:
-    """The jobs of a unity build: C/C++ files merged ``batch`` at a time (as CMake does, in
-    order), each batch as heavy as its heaviest file and as long as all of them."""
-    merged = [j for j in jobs if j[0].endswith(_UNITY_SUFFIXES)]
-    out = [j for j in jobs if not j[0].endswith(_UNITY_SUFFIXES)]
-    for n, i in enumerate(range(0, len(merged), max(batch, 1))):
-        part = merged[i:i + max(batch, 1)]
-        cpu = sum(j[3] for j in part) if all(j[3] for j in part) else 0.0
-        out.append((f"unity_{n}_cxx.cxx ({len(part)} files)", max(j[1] for j in part),
-                    sum(j[2] for j in part), cpu, ()))
-    return out
-
-
-def memory_prediction(ctx: VariantContext) -> Prediction:
-    """Estimate every translation unit and simulate the admission policy: predicted
-    wall time, peak reserved memory, parallelism and the heaviest jobs."""
-    root = ctx.source_root()
-    jobs = []
-    heavy = []
-    # nvcc compiles each .cu for every arch, --threads of them at a time
-    threads, _ = nvcc_shape(ctx.flags().cuda)
-    archs = max(len(ctx.variant.archs), 1) if ctx.kind == "cuda" else 1
-    for rel, includes in _units(ctx):
-        # by recipe and path below the source root (memory.compileid); older histories
-        # named files by their absolute path
-        hist = ctx.measured.get(f"{ctx.recipe.name}:{rel}") or \
-            ctx.measured.get(str(Path(root) / rel))
-        est = estimate(rel, includes, recipe_default=ctx.recipe.memory.default,
-                       recipe_globs=ctx.recipe.memory.per_file,
-                       history_file={"peak": hist[0], "seconds": hist[1], "cpu": hist[1],
-                                     "curve": hist[2]} if hist else None,
-                       nvcc_threads=threads, nvcc_archs=archs)
-        jobs.append((rel, est.reserve, est.seconds, est.cpu, est.curve))
-        heavy.append((est.peak, rel, est.source))
-    unity = ctx.recipe.memory.unity  # a bool, or ${options.NAME} (then substituted)
-    if ctx.recipe.build_system == "cmake" and unity is not False and \
-            switch(unity, ctx.values() if isinstance(unity, str) else {}):
-        jobs = _unity(jobs, ctx.recipe.memory.unity_batch_size)
-    pred = _forecast(tuple(jobs), ctx.budget, ctx.jobs)
-    heavy.sort(reverse=True)
-    lightest = HeavyJob(heavy[-1][1], heavy[-1][0], heavy[-1][2]) if heavy else None
-    return Prediction(jobs=pred.jobs, wall=round(pred.wall, 1), peak=pred.peak,
-                      parallelism=round(pred.parallelism, 2), budget=ctx.budget,
-                      heaviest=tuple(HeavyJob(f, p, src) for p, f, src in heavy[:5]),
-                      lightest=lightest)
 
 
 def install_meta(ctx: VariantContext) -> dict[str, object]:

@@ -16,7 +16,7 @@ file, line and column; it never reads as an empty string.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from builder.errors import Diagnostic, Location, RecipeError
 from builder.recipe.model import Recipe
@@ -24,8 +24,8 @@ from builder.recipe.subst import Interpolated, env_default, variables
 from builder.recipe.yamlload import format_path
 from builder.util.memo import per_object
 
-__all__ = ["compile_texts", "env_inputs", "env_names", "env_values", "require_set",
-           "test_texts", "texts"]
+__all__ = ["compile_texts", "env_inputs", "env_names", "env_snapshot", "env_values",
+           "require_set", "test_texts", "texts"]
 
 
 def texts(recipe: Recipe) -> list[str]:
@@ -106,3 +106,13 @@ def _unset(recipe: Recipe, name: str, text: Interpolated) -> RecipeError:
         f"an empty string",
         f"set {name} in the environment, or write a default: ${{env.{name}:-VALUE}}",
         line)])
+
+
+def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple[
+        tuple[str, str], ...]:
+    """The environment variables a plan may depend on (kept small and explicit)."""
+    names = {"HOME"}
+    for r in recipes:
+        names.update(n for o in r.options for n in (o.env, o.legacy_env) if n)
+        names.update(env_names(r))  # every text docs/recipes.md allows ${env.X} in
+    return tuple(sorted((n, environ[n]) for n in names if n in environ))

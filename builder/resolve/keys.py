@@ -16,20 +16,36 @@ the pins (`builder lock`) that name those inputs one by one.
   entries and the kernel tree) are up to date when an install (or kernel tree) with that
   key is complete.  :func:`compile_key` decides it, purely:
 
-  - a CMake variant whose sources are unpatched local folders (built where they are):
-    when an install made with the same config key has a **record** of what its build
-    read (:mod:`builder.source.inputs`: Ninja's deps log, every input of
+  - a **recorded** variant (:func:`recorded`): a CMake build of unpatched local folders
+    (built where they are), or a Python (pip / ``python -m build``) or xmake build of one
+    local folder, in place or from builder's patched copy of it.  When an install made
+    with the same config key has a **record** of what its build read and nothing
+    recorded changed, the key is that install's key: a README edit that nothing reads, or
+    a test-data edit, recompiles nothing, and dependents (keyed by this key) nothing
+    either.  The record (:mod:`builder.source.inputs`, :mod:`builder.source.launched`)
+    holds every file outside builder's folders the build read, by content, and the set
+    of file names in each source folder: for CMake, Ninja's deps log, every input of
     ``build.ninja`` including CMake's configure inputs, depfiles, the files the install
-    rules and ``install.files`` copy — every file outside builder's folders, by
-    content — and the set of file names in each source folder) and nothing recorded
-    changed, the key is that install's key: a README edit that nothing reads, or a
-    test-data edit, recompiles nothing, and dependents (keyed by this key) nothing
-    either.  Otherwise (no record yet: the first build; or a recorded file changed) the
-    key is conservative: a digest of the config key, every source folder's whole
-    content and what the recorded files hold now;
-  - any other variant (git, url or patched sources — built from builder's own copy —,
-    Python, xmake and kernel builds, whose build tools keep no record builder reads):
-    the config key with every source folder's whole content.
+    rules and ``install.files`` copy; for pip and xmake builds, the depfile of every
+    compile (the memory launcher adds ``-MD -MF`` or copies the compile's own:
+    :mod:`builder.memory.depfiles`), every file the build's Python processes opened for
+    reading and every module they imported (an audit hook:
+    :mod:`builder.source.reads` — ``setup.py``, ``pyproject.toml``, a README read as the
+    long description, the Python files copied into the wheel), the ``build.ninja`` inputs
+    of the CMake runs they started, every ``*.lua`` of the folder and the files they name
+    (xmake), the source files the staged install holds copies of, and ``install.files``;
+    a patched copy's files are recorded as the user's files they were made from (the
+    patches are in the config key).  No record is taken — the key stays conservative —
+    when it cannot be complete: no deps log or depfile, a compile the launcher could not
+    name a depfile for, an object older than the depfiles, a build that started a
+    program whose reads nobody sees (``make``, a shell, a Python run with ``-I``/``-E``/
+    ``-S``, a compiler not run through the wrappers).  Otherwise (no record yet: the
+    first build; or a recorded file changed) the key is conservative: a digest of the
+    config key, every source folder's whole content and what the recorded files hold
+    now;
+  - any other variant (git or url sources, CMake builds of a patched or ``exclude``-
+    filtered copy — a CMake build folder cannot follow a copy named by its content —,
+    kernel builds): the config key with every source folder's whole content.
 
   Guarantee: a published key names content — the config and the whole source folders
   as they were when it was built, which is a superset of what the build read — and a
@@ -52,8 +68,8 @@ doubt a field is on the compile side (a needless rebuild, never a stale one):
 
 =========================  =============================================================
 compile key                ``name``, ``version``, ``sources`` (their content digest,
-                           commit or sha256, and the patches' digests; for in-place
-                           CMake sources, what the build recorded reading), ``build_system``
+                           commit or sha256, and the patches' digests; for recorded
+                           variants, what the build recorded reading), ``build_system``
                            and ``build.*`` (frontend, env, config_settings,
                            configure_args), ``build_types`` (the variant's build type),
                            ``enabled_by``, ``targets``, ``cxx_standard``, ``options``
@@ -76,7 +92,8 @@ variant key only           ``tests`` (every field: name, run, env, cwd, backends
                            devices, timeout, needs_gpu, allow_empty) and each ``${env.X}``
                            they substitute; ``description`` (the wheel's summary) and
                            ``wheel`` (manylinux, exclude, requires); the source folders'
-                           whole content
+                           whole content (a test may read any file; the wheel's SBOM
+                           names the folder's digest)
 neither                    ``file``, ``display``, ``digest``, ``positions`` (where the
                            recipe is, not what it says), ``compiler_cache`` (how, not
                            what, is built), ``license`` and ``homepage`` (used by nothing)
@@ -99,8 +116,9 @@ from builder.resolve.system import table as system_table
 from builder.util.memo import per_object
 from builder.workspace.state import InstallRecord, State
 
-__all__ = ["BY_KEY", "FORMAT", "OUTPUT", "PENDING", "KeyInputs", "compile_key", "conan_pins",
-           "config_key", "identity_key", "model_digest", "own_key", "pending", "pins",
+__all__ = ["BY_KEY", "FORMAT", "LAUNCHED_RECORDS", "OUTPUT", "PENDING", "KeyInputs",
+           "compile_key", "conan_pins", "config_key", "identity_key", "model_digest",
+           "own_key", "pending", "pins",
            "python_requirements", "recorded", "source_digest", "test_digest",
            "tool_versions", "toolchain", "variant_key"]
 
@@ -194,11 +212,24 @@ def toolchain(host: HostFacts, be: Backend, platform: Platform | None,
                  if (info := host.tool(n)) is not None and info.identity)
 
 
+#: build systems whose builds leave a record builder reads of what they read, beyond
+#: CMake's (Ninja's deps log): the compiles go through the memory launcher (depfiles), and
+#: Python processes log their reads (builder.source.reads)
+LAUNCHED_RECORDS = ("python", "xmake")
+
+
 def recorded(recipe: Recipe) -> bool:
     """Whether the variant's compile key comes from the record of what its build read:
-    a CMake build (Ninja keeps the record) of unpatched local folders (read in place)."""
-    return recipe.build_system == "cmake" and bool(recipe.sources) and \
-        all(s.kind == "path" and not s.patches for s in recipe.sources)
+    a build of local folders — a CMake build of folders it reads in place (Ninja keeps
+    the record; a CMake build folder cannot follow a copy that moves with the content),
+    or a Python or xmake build of one local folder, in place or builder's patched copy
+    (the launcher's depfiles, the Python processes' logs; the copy's files recorded as the
+    user's)."""
+    if not recipe.sources or not all(s.kind == "path" for s in recipe.sources):
+        return False
+    if recipe.build_system == "cmake":
+        return not any(s.patches or s.exclude for s in recipe.sources)
+    return recipe.build_system in LAUNCHED_RECORDS and len(recipe.sources) == 1
 
 
 def conan_pins(recipe: Recipe, host: HostFacts, multiarch: str) -> list[ConanPin]:
@@ -254,7 +285,7 @@ BY_KEY = "key "
 
 def config_key(k: KeyInputs, sources: bool = True) -> str:
     """Everything that changes the compiled files but the content of source folders a
-    recorded build reads in place (see the module's docstring); ``sources=False``: nor
+    recorded build reads (see the module's docstring); ``sources=False``: nor
     the content of any source folder (:func:`identity_key`)."""
     return _config_key(k) if sources else _digest_config(k, sources=False)
 
@@ -269,13 +300,22 @@ def _config_key(k: KeyInputs) -> str:
 def _digest_config(k: KeyInputs, sources: bool) -> str:
     r = k.recipe
     return digest(FORMAT, render.templates_digest(), k.conan, r.name, r.version,
-                  model_digest(r), "recorded" if recorded(r) or not sources else k.sources,
+                  model_digest(r), "recorded" if not sources else
+                  _recorded_sources(k) if recorded(r) else k.sources,
                   k.backend,
                   k.build_type, list(k.archs),
                   sorted((n, option_text(v)) for n, v in k.options.items()),
                   k.python and (k.py_info.full if k.py_info else k.python), k.tools, k.deps,
                   k.env, k.py_reqs, list(k.toolchain),
                   *([list(k.code_flags)] if k.code_flags else []))
+
+
+def _recorded_sources(k: KeyInputs) -> object:
+    """What a recorded variant's config key holds of its sources: not their content (the
+    record covers what the build read of it), but each patch's digest, which makes the
+    copy it is built from."""
+    patches = k.sources[len(k.recipe.sources):]
+    return ["recorded", *patches] if patches else "recorded"
 
 
 def identity_key(k: KeyInputs) -> str:
@@ -333,10 +373,24 @@ def _recipe_pins(r: Recipe) -> dict[str, str]:
     holds N backends: made per variant, planning took N² time)."""
     from dataclasses import fields, is_dataclass
 
+    #: a dataclass's field names by type (None: not a dataclass), found once per type
+    names: dict[type, tuple[str, ...] | None] = {}
+
     def plain(x: object) -> object:  # every field, those kept out of a repr too
-        if is_dataclass(x) and not isinstance(x, type):
-            return {f.name: plain(getattr(x, f.name)) for f in fields(x)
-                    if f.name not in _PINNED_WHEN_SET or getattr(x, f.name)}
+        t = type(x)
+        if t is str:  # most values: said first (a recipe of N backends has N of each)
+            return x
+        if t not in names:
+            names[t] = tuple(f.name for f in fields(x)) \
+                if is_dataclass(x) and not isinstance(x, type) else None
+        own = names[t]
+        if own is not None:
+            out = {}
+            for n in own:
+                v = getattr(x, n)
+                if n not in _PINNED_WHEN_SET or v:
+                    out[n] = plain(v)
+            return out
         return [plain(i) for i in x] if isinstance(x, tuple | list) else x
 
     where = {"file", "display", "digest", "positions", "substituted", "compiler_cache",

@@ -32,16 +32,21 @@ Recipe options reach the build through ``build.env`` and ``build.config_settings
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from pathlib import Path
 
 from builder import backends as registry
 from builder.backends import Backend
+from builder.memory import depfiles
 from builder.plan.model import Step
-from builder.plan.payloads import CompileJobs, PrepareBuild
+from builder.plan.payloads import CompileJobs, PrepareBuild, RecordInputs
 from builder.plan.payloads import PublishInstall as Publish
 from builder.recipe.model import FlagSet
 from builder.recipe.subst import substitute
-from builder.resolve.cmakesteps import compiler_cache_env, install_meta, memory_prediction
+from builder.resolve import keys
+from builder.resolve.cmakesteps import compiler_cache_env, install_meta, record_inputs
+from builder.resolve.prediction import memory_prediction
 from builder.resolve.secretenv import env_reference
 from builder.resolve.steps import (
     BUILD_TIMEOUT,
@@ -56,8 +61,10 @@ from builder.resolve.steps import (
     with_hash,
 )
 from builder.resolve.wheelsteps import wheel_steps
+from builder.source.reads import HOOK
 
-__all__ = ["FLAG_ENV", "launcher_chain", "python_steps", "scheduled_build", "wrapper_env"]
+__all__ = ["FLAG_ENV", "launched_record", "launcher_chain", "python_steps", "record_env",
+           "record_folders", "scheduled_build", "wrapper_env"]
 
 #: the recipe's flag languages → the environment variables build tools read them from
 FLAG_ENV = {"c": "CFLAGS", "cxx": "CXXFLAGS", "cuda": "CUDAFLAGS", "hip": "HIPFLAGS",
@@ -100,6 +107,46 @@ def wrapper_env(ctx: VariantContext, be: Backend, bin_dir: Path, flags: FlagSet,
     return env, tuple(wrappers)
 
 
+def record_folders(bdir: Path) -> tuple[Path, Path, Path]:
+    """Where a recorded variant's build leaves what it read: the launcher's depfiles, the
+    Python processes' logs, and the folder of the audit hook that writes them."""
+    return bdir / "inputs" / "depfiles", bdir / "inputs" / "reads", bdir / "inputs" / "hook"
+
+
+def record_env(ctx: VariantContext, bdir: Path, env: dict[str, str], python: bool
+               ) -> dict[str, str]:
+    """The build step's variables that make it leave its record (none for a variant that
+    is not recorded): the depfile folder, and for a Python build the log folder and the
+    audit hook first on ``PYTHONPATH`` (before the recipe's own entries, or builder's)."""
+    if not keys.recorded(ctx.recipe):
+        return {}
+    deps, reads, hook = record_folders(bdir)
+    out = {depfiles.DEPFILE_DIR: str(deps)}
+    if python:
+        rest = env.get("PYTHONPATH", dict(ctx.variant.env).get("PYTHONPATH", ""))
+        out.update({depfiles.READS_DIR: str(reads),
+                    "PYTHONPATH": os.pathsep.join([str(hook), *([rest] if rest else [])])})
+    return out
+
+
+def launched_record(ctx: VariantContext, vals: dict[str, str], build: Path, stage: Path,
+                    python: bool) -> RecordInputs | None:
+    """What the publish step needs to record what a pip or xmake build read
+    (:func:`builder.source.launched.launched_inputs`); None for a variant that is not
+    recorded."""
+    base = record_inputs(ctx, vals)
+    if base is None:
+        return None
+    bdir = ctx.ws.build_dir(ctx.recipe.name, ctx.vdir)
+    deps, reads, _ = record_folders(bdir)
+    copy = ctx.fetched_dir()
+    return replace(base, build=str(build), depfiles=str(deps),
+                   reads=str(reads) if python else "", stage=str(stage),
+                   wrappers=str(bdir / "bin"),
+                   mapped=((str(copy), ctx.recipe.sources[0].location),) if copy else (),
+                   scripts=() if python else (".lua",))
+
+
 def scheduled_build(ctx: VariantContext, argv: tuple[str, ...], env: dict[str, str],
                     cwd: str, deps: tuple[str, ...], build_dir: str, common: StepCommon
                     ) -> Step:
@@ -124,7 +171,6 @@ def python_steps(ctx: VariantContext) -> list[Step]:
     common = common_of(v)
     bdir, stage = ws.build_dir(r.name, ctx.vdir), ws.stage_dir(r.name, ctx.vdir)
     vals = ctx.values()
-    src = vals["source"]
     flags = ctx.flags()
     env, wrappers = wrapper_env(ctx, be, bdir / "bin", flags, vals)
     setup_cfg = bdir / "setuptools.cfg"
@@ -133,16 +179,9 @@ def python_steps(ctx: VariantContext) -> list[Step]:
         env["CMAKE_PREFIX_PATH"] = ";".join(d.prefix for d, _ in ctx.deps)
     env.update((k, env_reference(r.name, "build", k) if k in r.build_spec.secret_env
                 else substitute(x, vals)) for k, x in r.build_spec.env)
+    env.update(record_env(ctx, bdir, env, python=True))
     dist = bdir / "dist"
-    py = ctx.python.path if ctx.python else "python3"
-    settings = [f"{k}={substitute(x, vals)}" for k, x in r.build_spec.config_settings]
-    if r.build_spec.frontend == "build":
-        argv: tuple[str, ...] = (py, "-m", "build", "--wheel", "--no-isolation", "--outdir",
-                                 str(dist), *(f"--config-setting={s}" for s in settings), src)
-    else:
-        argv = (py, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-v",
-                "--disable-pip-version-check", "--wheel-dir", str(dist),
-                *(f"--config-settings={s}" for s in settings), src)
+    argv = _frontend(ctx, vals, dist)
     fetch = fetch_steps(ctx)
     sid = v.id
     pre = tuple(f"{d.id}/publish" for d, _ in ctx.deps) + tuple(f.id for f in fetch)
@@ -156,7 +195,8 @@ def python_steps(ctx: VariantContext) -> list[Step]:
                       wrappers=wrappers,
                       python=ctx.host.builder_python or "python3",
                       chain=launcher_chain(ctx)[3:],
-                      files=((str(setup_cfg), _setuptools_cfg(bdir)),)), **common),
+                      files=((str(setup_cfg), _setuptools_cfg(bdir)),
+                             *_hook_files(ctx, bdir))), **common),
              scheduled_build(ctx, argv, env, str(bdir), (f"{sid}/prepare",), str(bdir), common)]
     wheels = ws.wheel_dir(v.backend, v.compile_key)
     steps.append(collect_step(ctx, vals, stage, f"{sid}/build", common, clean=True,
@@ -167,11 +207,34 @@ def python_steps(ctx: VariantContext) -> list[Step]:
                       outputs=(v.prefix,), inputs_hash=v.compile_key, **common,
                       payload=Publish(stage=str(stage), prefix=v.prefix,
                                       meta={**install_meta(ctx), "build_system": "python",
-                                            "wheels": str(wheels)})))
+                                            "wheels": str(wheels)},
+                                      record=launched_record(ctx, vals, bdir, stage,
+                                                             python=True))))
     # the project's wheel gets what a CMake recipe's gets: its name, pins, repair
     steps.extend(wheel_steps(ctx, str(stage), f"{sid}/publish", native=True,
                              from_wheel=str(dist)))
     return [with_hash(s, v.compile_key) for s in steps]
+
+
+def _frontend(ctx: VariantContext, vals: dict[str, str], dist: Path) -> tuple[str, ...]:
+    """The PEP 517 front end's command: ``python -m build`` or ``pip wheel``, with the
+    recipe's config settings, into ``dist``."""
+    spec = ctx.recipe.build_spec
+    py = ctx.python.path if ctx.python else "python3"
+    settings = [f"{k}={substitute(x, vals)}" for k, x in spec.config_settings]
+    if spec.frontend == "build":
+        return (py, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist),
+                *(f"--config-setting={s}" for s in settings), vals["source"])
+    return (py, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-v",
+            "--disable-pip-version-check", "--wheel-dir", str(dist),
+            *(f"--config-settings={s}" for s in settings), vals["source"])
+
+
+def _hook_files(ctx: VariantContext, bdir: Path) -> tuple[tuple[str, str], ...]:
+    """The audit hook that logs the build's reads, for a recorded variant."""
+    if not keys.recorded(ctx.recipe):
+        return ()
+    return ((str(record_folders(bdir)[2] / "sitecustomize.py"), HOOK),)
 
 
 def _setuptools_cfg(bdir: Path) -> str:

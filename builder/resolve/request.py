@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from builder.host.facts import HostFacts
+from builder.memory.remote import Pool
+from builder.plan.model import DistPool, PoolServer
 
-__all__ = ["MIN_RESERVE", "OptionOverride", "Request", "memory_budget"]
+__all__ = ["MIN_RESERVE", "OptionOverride", "Request", "dist_pool", "memory_budget"]
 
 #: besides the compile jobs and their launchers (which the broker counts): builder, cmake,
 #: ninja and the cgroup helper (~45 MB anonymous, measured), page tables, slack
@@ -47,6 +49,9 @@ class Request:
     #: checkout on PYTHONPATH): its compiler launchers in the steps need it; "" otherwise
     own_pythonpath: str = ""
     wheel_variants: bool = False  # also one variant wheel per GPU arch (PEP 825)
+    #: the distributed pool the build compiles on (``--dist`` with its declared servers):
+    #: the forecast gives it the jobs that fit its slots; never keyed, never in a step
+    dist: Pool | None = None
 
 
 def memory_budget(host: HostFacts, request: Request) -> int:
@@ -55,3 +60,13 @@ def memory_budget(host: HostFacts, request: Request) -> int:
         return request.memory_budget
     usable = host.memory.usable()
     return max(usable - max(MIN_RESERVE, usable * 3 // 100), 0)
+
+
+def dist_pool(request: Request) -> DistPool | None:
+    """The plan's view of the pool the build compiles on: None without one, or with no
+    server (nothing can go there)."""
+    pool = request.dist
+    if pool is None or not pool.servers:
+        return None
+    return DistPool(pool.scheduler, tuple(PoolServer(s.name, s.addr, s.cores, s.memory)
+                                          for s in pool.servers))

@@ -17,7 +17,8 @@ they changed, or never passed), and it is cached when none is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from builder import backends as registry
@@ -34,20 +35,20 @@ from builder.resolve import checks, keys, stepenv
 from builder.resolve.cmakesteps import cmake_steps
 from builder.resolve.download import download_steps
 from builder.resolve.kernelsteps import kernel_steps
-from builder.resolve.keyinputs import env_inputs, env_names, require_set
+from builder.resolve.keyinputs import env_inputs, require_set
 from builder.resolve.options import resolve_options
 from builder.resolve.order import branch_notes, ordered
 from builder.resolve.pysteps import python_steps
-from builder.resolve.request import Request, memory_budget
+from builder.resolve.request import Request, dist_pool, memory_budget
 from builder.resolve.secretenv import with_build_secrets
-from builder.resolve.steps import VariantContext, up_to_date
+from builder.resolve.steps import VariantContext, refetch_for_tests, up_to_date
 from builder.resolve.steps import tool as host_tool
 from builder.resolve.xmakesteps import xmake_steps
 from builder.wheels.variants import supported as variant_kind
 from builder.workspace.paths import Workspace
 from builder.workspace.state import State
 
-__all__ = ["INSTALLS", "REMOTE_SYSTEMS", "branch_notes", "env_snapshot", "resolve"]
+__all__ = ["INSTALLS", "REMOTE_SYSTEMS", "branch_notes", "resolve"]
 
 #: build systems whose variant is one install tree (cached as a whole by its key)
 INSTALLS = ("cmake", "python", "xmake")
@@ -58,6 +59,8 @@ REMOTE_SYSTEMS = ("cmake", "kernels")
 _STEPS: dict[str, Callable[[VariantContext], list[Step]]] = {
     "cmake": cmake_steps, "kernels": kernel_steps, "python": python_steps,
     "xmake": xmake_steps}
+#: the base environment, the same for the variants of one interpreter and option values
+_variant_env = functools.lru_cache(maxsize=64)(stepenv.variant_env)
 
 
 def resolve(roots: Sequence[Recipe], recipes: RecipeSet, request: Request, host: HostFacts,
@@ -124,7 +127,9 @@ class _Resolution:
         self.recipes, self.request, self.host, self.state, self.ws = \
             recipes, request, host, state, ws
         self.budget = memory_budget(host, request)
-        self.jobs = request.jobs or host.cpus
+        self.dist = dist_pool(request)
+        # the pool's cores join this machine's: a job holds a local slot while it is out
+        self.jobs = request.jobs or host.cpus + (self.dist.cores if self.dist else 0)
         self.notes: list[str] = []
         self.arch_errors: list[Diagnostic] = []
         self.variants: dict[str, Variant] = {}
@@ -134,6 +139,12 @@ class _Resolution:
         #: or keys.PENDING or keys.BY_KEY with its compile key)
         self.consumed: dict[str, tuple[keys.KeyInputs, str]] = {}
         self.identities: dict[str, str] = {}  # variant id → keys.identity_key, once
+        # the workspace's tables as the step makers look them up: made once, shared by
+        # every variant's context (read only), not copied per variant
+        self.tables = (dict(state.file_digests), dict(state.compile_units),
+                       {f: (p, t, c) for f, p, t, c in state.measured},
+                       dict(state.kernel_installs), dict(state.source_digests),
+                       dict(state.name_digests), dict(request.env))
 
     def variant(self, recipe: Recipe, backend: str, build_type: str, python: str,
                 arch: str = "") -> Variant:
@@ -329,33 +340,35 @@ class _Resolution:
         tools = [host.builder_python, *(t.path for t in host.tools), py.path if py else ""]
         values = {o.name: option_text(v) for o, v in
                   ((o, k.options[o.name]) for o in recipe.options if o.name in k.options)}
-        return stepenv.variant_env(
-            tool_paths=[t for t in tools if t], state=str(self.ws.state),
+        return _variant_env(
+            tool_paths=tuple(t for t in tools if t), state=str(self.ws.state),
             own_pythonpath=self.request.own_pythonpath,
             cxx=cxx.path if (cxx := host.tool("cxx")) else "",
-            options_env=[(n, values[o.name]) for o in recipe.options if o.name in values
-                         for n in (o.legacy_env, o.env) if n],
+            options_env=tuple((n, values[o.name]) for o in recipe.options if o.name in values
+                              for n in (o.legacy_env, o.env) if n),
             passed=self.request.pass_env)
 
     def _context(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
                  deps: list[Variant], arch: str = "") -> VariantContext:
         state, request = self.state, self.request
+        files, units, measured, kernel_installs, sources, names, env = self.tables
         test_pythons = tuple(checks.pythons_for(k.recipe, request, self.host)) \
             if not k.python else (k.python,)
         return VariantContext(
             recipe=k.recipe, variant=variant, host=self.host, ws=self.ws, jobs=self.jobs,
             options=k.options, python=k.py_info,
             deps=tuple((d, self.recipes.by_name[d.recipe]) for d in deps),
-            file_digests=dict(state.file_digests), kernel_artifacts=state.kernel_artifacts,
-            fetched=state.fetched, budget=self.budget, units=dict(state.compile_units),
-            wheels=state.wheels, measured={f: (p, t, c) for f, p, t, c in state.measured},
-            kernel_installs=dict(state.kernel_installs), skipped_archs=found.archs.skipped,
-            env=dict(request.env), run_tests=request.run_tests,
+            file_digests=files, kernel_artifacts=state.kernel_artifacts,
+            fetched=state.fetched, budget=self.budget, units=units,
+            wheels=state.wheels, measured=measured,
+            kernel_installs=kernel_installs, skipped_archs=found.archs.skipped,
+            env=env, run_tests=request.run_tests,
             conan_remote=request.conan_remote, compiler_cache=found.compiler_cache,
             cache_remote=request.cache_remote,
             test_pythons=test_pythons, platform=found.platform,
-            source_digests=dict(state.source_digests), done=state.done, wheel_variant=arch,
-            name_digests=dict(state.name_digests),
+            remote=request.dist if self.dist else None,
+            source_digests=sources, done=state.done, wheel_variant=arch,
+            name_digests=names,
             compiled=k.recipe.build_system in INSTALLS and
             variant.compile_key in state.installed,
             own_key=keys.own_key(k, state.record(variant.config_key)),
@@ -383,7 +396,8 @@ class _Resolution:
         compiled = ctx.compiled or any(s.kind == "publish-kernels" and s.status == CACHED
                                        for s in new_steps)
         if variant.status == BUILD and ctx.compiled:  # only the tests or the wheel may run
-            new_steps = [up_to_date(s, variant.prefix) for s in new_steps]
+            new_steps = refetch_for_tests([up_to_date(s, variant.prefix) for s in new_steps],
+                                          ctx.fetched)
         if variant.status == BUILD and all(s.status != BUILD for s in new_steps):
             return replace(variant, status=CACHED, reason=f"up to date: {variant.prefix}"
                            if ctx.compiled else ""), new_steps
@@ -412,8 +426,7 @@ class _Resolution:
                          host=f"{host.os}-{host.arch}, {host.cpus} CPUs ({host.source}), "
                               f"{mem_desc}",
                          cpus=host.cpus, memory_budget=budget, jobs=self.jobs,
-                         notes=tuple(self.notes + list(self.state.notes)))
-
+                         notes=tuple(self.notes + list(self.state.notes)), dist=self.dist)
 
     def _one_recipe_per_tree(self) -> None:
         """Two recipes publishing into one kernel tree would replace each other's files
@@ -429,15 +442,3 @@ class _Resolution:
                     recipe.positions else recipe.display
                 claims.append((s.payload.tree, recipe.name, str(where)))
         shared_tree(claims)
-
-
-def env_snapshot(environ: Mapping[str, str], recipes: Sequence[Recipe]) -> tuple[
-        tuple[str, str], ...]:
-    """The environment variables a plan may depend on (kept small and explicit)."""
-    names = {"HOME"}
-    for r in recipes:
-        names.update(n for o in r.options for n in (o.env, o.legacy_env) if n)
-        names.update(env_names(r))  # every text docs/recipes.md allows ${env.X} in
-    return tuple(sorted((n, environ[n]) for n in names if n in environ))
-
-

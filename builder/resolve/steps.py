@@ -13,6 +13,7 @@ This module holds the steps every kind shares (fetch, tests, wheels); the CMake 
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from builder import backends as registry
 from builder.backends.platforms import Platform
 from builder.errors import Diagnostic, Location, RecipeError
 from builder.host.facts import HostFacts, PythonInfo
+from builder.memory.remote import Pool
 from builder.plan.model import BUILD, CACHED, SKIP, Step, Variant
 from builder.plan.payloads import (
     CollectInstall,
@@ -38,7 +40,8 @@ from builder.source.fetch import source_key
 from builder.workspace.paths import Workspace
 
 __all__ = ["BUILD_TIMEOUT", "VARIANT_KINDS", "StepCommon", "VariantContext", "collect_step",
-           "common_of", "fetch_steps", "memory_config", "passed",
+           "common_of", "fetch_steps", "memory_config", "passed", "refetch_for_tests",
+           "step_hash",
            "test_steps", "tool", "up_to_date", "variant_status", "with_hash"]
 
 BUILD_TIMEOUT = 4 * 3600
@@ -78,6 +81,8 @@ class VariantContext:
     compiler_cache: str = "none"
     cache_remote: str = ""
     platform: Platform | None = None  # the backend's target platform (None: the host's)
+    #: the distributed pool the forecast gives jobs to (None: none)
+    remote: Pool | None = None
     #: (Python version, reason, fix) for test Pythons that lack the recipe's requires.python
     test_python_problems: tuple[tuple[str, str, str], ...] = ()
     #: path source → its content digest (a patched path source is copied under that key)
@@ -98,6 +103,12 @@ class VariantContext:
         """The recipe's flags for the build type, then the backend's, layered; then the
         device-code flags builder adds (``--compress-mode``), so that every build system
         (CMake, Python, xmake, kernels) compiles with them."""
+        return self._flags
+
+    @functools.cached_property
+    def _flags(self) -> FlagSet:
+        """:meth:`flags`, layered once per variant (its steps and its memory forecast
+        each ask)."""
         spec = self.recipe.backend(self.variant.backend)
         bt = self.variant.build_type
         own = self.recipe.flags.for_build_type(bt)
@@ -149,15 +160,33 @@ class VariantContext:
         base = src.location if fetched is None else str(fetched)
         return str(Path(base) / src.subdir) if src.subdir else base
 
+    @functools.cached_property
+    def build_folder(self) -> str:
+        """The variant's build folder (:meth:`Workspace.build_dir`), as text: its steps
+        name files below it by appending ``/name``, a path object made per file being
+        a large part of planning thousands of variants."""
+        return str(self.ws.build_dir(self.variant.recipe, self.vdir))
+
+    @functools.cached_property
+    def stage_folder(self) -> str:
+        """The variant's stage folder (:meth:`Workspace.stage_dir`), as text."""
+        return str(self.ws.stage_dir(self.variant.recipe, self.vdir))
+
     def values(self, **extra: str) -> dict[str, str]:
+        """What ``${...}`` substitutes for this variant (``extra`` added: a test's
+        ``${device}``, a kernel's ``${arch}``): a new dict each call."""
+        return {**self._values, **extra} if extra else dict(self._values)
+
+    @functools.cached_property
+    def _values(self) -> dict[str, str]:
         v = self.variant
         be = registry.get(self.kind)
         out = {"package.name": v.recipe, "package.version": v.version, "backend": v.backend,
                "build_type": v.build_type, "archs": ";".join(v.archs),
                "archs.cmake": be.archs_cmake(v.archs), "source": self.source_root(),
-               "build": str(self.ws.build_dir(v.recipe, self.vdir) /
-                            _BUILD_SUBDIR.get(self.recipe.build_system, "cmake")),
-               "prefix": str(self.ws.stage_dir(v.recipe, self.vdir))}
+               "build": _below(self.build_folder,
+                               _BUILD_SUBDIR.get(self.recipe.build_system, "cmake")),
+               "prefix": self.stage_folder}
         if self.python:
             out["python"] = self.python.path
             out["python.version"] = self.python.version
@@ -166,8 +195,13 @@ class VariantContext:
                 else option_text(val)
         # only the variables the recipe's substituted texts name, which are keyed
         out.update(env_values(self.recipe, self.env))
-        out.update(extra)
         return out
+
+
+def _below(folder: str, name: str) -> str:
+    """``str(Path(folder) / name)`` for a folder other than ``/`` and a plain name or
+    ``.`` (which names the folder itself), without making a path."""
+    return folder if name == "." else f"{folder}/{name}"
 
 
 def variant_status(v: Variant) -> tuple[str, str, str]:
@@ -199,6 +233,18 @@ def up_to_date(step: Step, prefix: str) -> Step:
     if step.status != BUILD or step.kind in VARIANT_KINDS:
         return step
     return replace(step, status=CACHED, reason=f"up to date: {prefix}")
+
+
+def refetch_for_tests(steps: list[Step], fetched: frozenset[str]) -> list[Step]:
+    """The steps of a variant whose install is up to date, with its fetch step run again
+    when a test will run and the source folder it reads is not there: a recorded build of a
+    patched local folder stays up to date while builder's copy of the folder (named by
+    the folder's whole content) moves on an edit that nothing compiled reads."""
+    if not any(s.kind == "test" and s.status == BUILD for s in steps):
+        return steps
+    return [replace(s, status=BUILD, reason="") if s.kind == "fetch" and
+            s.status != BUILD and s.outputs and Path(s.outputs[0]).name not in fetched
+            else s for s in steps]
 
 
 def passed(ctx: VariantContext, inputs_hash: str) -> bool:
@@ -353,13 +399,19 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
                                      exclude=src.exclude, patches=len(src.patches)))]
 
 
+def step_hash(key: str, name: str) -> str:
+    """The inputs hash of a compile step: the compile key covers every input of a compile
+    step; the step's name (``configure``) tells the steps apart.  (Paths in the commands
+    are left out so that the same build in another folder hashes alike.)"""
+    return digest(key, name)
+
+
 def with_hash(step: Step, key: str) -> Step:
+    """``step`` with its :func:`step_hash` (a step that has an inputs hash keeps it; one
+    made with it is not copied again)."""
     if step.inputs_hash:
         return step
-    # The compile key covers every input of a compile step; the step's name tells the
-    # steps apart.  (Paths
-    # in the commands are left out so that the same build in another folder hashes alike.)
-    return replace(step, inputs_hash=digest(key, step.id.rsplit("/", 1)[-1]))
+    return replace(step, inputs_hash=step_hash(key, step.id.rsplit("/", 1)[-1]))
 
 
 def memory_config(ctx: VariantContext, source_root: str, build_dir: str) -> MemoryConfig:

@@ -21,7 +21,13 @@ from builder.plan.payloads import CleanStage, PrepareBuild, PublishInstall
 from builder.recipe.model import FlagSet
 from builder.recipe.subst import substitute
 from builder.resolve.cmakesteps import install_meta
-from builder.resolve.pysteps import launcher_chain, scheduled_build, wrapper_env
+from builder.resolve.pysteps import (
+    launched_record,
+    launcher_chain,
+    record_env,
+    scheduled_build,
+    wrapper_env,
+)
 from builder.resolve.secretenv import env_reference
 from builder.resolve.steps import (
     VariantContext,
@@ -69,6 +75,18 @@ def _configure(ctx: VariantContext, xmake: str, flags: FlagSet, vals: dict[str, 
             *(substitute(a, yn) for a in r.build_spec.configure_args))
 
 
+def _xmake_env(ctx: VariantContext, bdir: Path, env: dict[str, str], vals: dict[str, str]
+               ) -> dict[str, str]:
+    """xmake's own folders in the variant's build folder (``XMAKE_ROOT``: as root too),
+    the job count and CUDA of the wrappers' environment, and the recipe's ``build.env``."""
+    r = ctx.recipe
+    return {"XMAKE_ROOT": "y", "XMAKE_CONFIGDIR": str(bdir / "xmake-config"),
+            "XMAKE_GLOBALDIR": str(ctx.ws.state / "xmake-global"),
+            **{k: x for k, x in env.items() if k in ("MAX_JOBS", "CUDA_HOME")},
+            **{k: env_reference(r.name, "build", k) if k in r.build_spec.secret_env
+               else substitute(x, vals) for k, x in r.build_spec.env}}
+
+
 def xmake_steps(ctx: VariantContext) -> list[Step]:
     r, v, ws = ctx.recipe, ctx.variant, ctx.ws
     be = registry.get(ctx.kind)
@@ -84,11 +102,8 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
     cc_wrap, cxx_wrap = str(bdir / "bin" / "gcc"), str(bdir / "bin" / "g++")
     wrappers = (*wrappers, (cc_wrap, dict(wrappers)[env["CC"]]),
                 (cxx_wrap, dict(wrappers)[env["CXX"]]))
-    xenv = {"XMAKE_ROOT": "y", "XMAKE_CONFIGDIR": str(bdir / "xmake-config"),
-            "XMAKE_GLOBALDIR": str(ws.state / "xmake-global"),
-            **{k: x for k, x in env.items() if k in ("MAX_JOBS", "CUDA_HOME")},
-            **{k: env_reference(r.name, "build", k) if k in r.build_spec.secret_env
-               else substitute(x, vals) for k, x in r.build_spec.env}}
+    xenv = _xmake_env(ctx, bdir, env, vals)
+    build_env = {**xenv, **record_env(ctx, bdir, xenv, python=False)}
     xmake = tool(ctx.host, "xmake", "xmake")
     configure = _configure(ctx, xmake, flags, vals, str(bdir / "build"),
                            (cc_wrap, cxx_wrap, env.get("PYTORCH_NVCC", "")))
@@ -108,7 +123,8 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
                   env=tuple(xenv.items()), cwd=src, deps=(f"{sid}/prepare",), timeout=1800,
                   **common),
              scheduled_build(ctx, (xmake, "build", "-P", src, "-v", "-j", str(ctx.jobs * 2)),
-                             xenv, src, (f"{sid}/configure",), str(bdir / "build"), common),
+                             build_env, src, (f"{sid}/configure",), str(bdir / "build"),
+                             common),
              Step(id=f"{sid}/stage", kind="stage",
                   commands=((xmake, "install", "-P", src, "-o", str(stage)),)
                   if r.install.project_rules else (),
@@ -125,7 +141,9 @@ def xmake_steps(ctx: VariantContext) -> list[Step]:
                       outputs=(v.prefix,), inputs_hash=v.compile_key, **common,
                       payload=PublishInstall(stage=str(stage), prefix=v.prefix,
                                              meta={**install_meta(ctx),
-                                                   "build_system": "xmake"})))
+                                                   "build_system": "xmake"},
+                                             record=launched_record(ctx, vals, bdir / "build",
+                                                                    stage, python=False))))
     steps.extend(wheel_steps(ctx, str(Path(v.prefix) / r.python.package), f"{sid}/publish",
                              native=True))
     return [with_hash(s, v.compile_key) for s in steps]

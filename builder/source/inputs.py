@@ -17,6 +17,10 @@ knows the build read:
 * the files of the source folders that the project's CMake files name (what
   ``file(READ ...)`` reads at configure time is no configure input of CMake's).
 
+A Python or xmake build leaves no such record: :mod:`builder.source.launched` gathers
+what it read instead (the memory launcher's depfiles, the Python processes' logged
+reads), and :func:`take_record` keeps those the same way.
+
 Of these, the regular files outside builder's own folders are kept with their
 (size, mtime_ns, ctime_ns, inode) and sha256, plus a digest of the set of file names in each
 source tree (so that a new file — a glob's new match, a header that now shadows
@@ -41,8 +45,8 @@ from builder.source.digest import StatCache
 from builder.util.runner import capture
 
 __all__ = ["EDITED", "Input", "Verdict", "build_ninja_inputs", "cmake_mentions",
-           "depfile_inputs",
-           "install_rule_inputs", "ninja_deps", "parse_record", "take_record", "verify"]
+           "depfile_inputs", "glob_files", "install_rule_inputs", "mentions", "ninja_deps",
+           "parse_record", "prerequisites", "take_record", "verify"]
 
 #: (path, size, mtime_ns, ctime_ns, inode, sha256): the ctime too, since an in-place
 #: rewrite that restores the mtime (``touch -r``) cannot restore it
@@ -145,6 +149,19 @@ def build_ninja_inputs(build: Path) -> set[str]:
     return out
 
 
+def prerequisites(text: str) -> list[str]:
+    """The prerequisites of a make-style depfile, as written (``\\ `` unescaped)."""
+    out: list[str] = []
+    text = text.replace("\\\n", " ")
+    for line in text.splitlines():
+        m = re.search(r"(?<!\\):(\s|$)", line)
+        if m is None:
+            continue
+        out.extend(raw.replace("\\ ", " ")
+                   for raw in re.split(r"(?<!\\)\s+", line[m.end():].strip()) if raw)
+    return out
+
+
 def depfile_inputs(build: Path) -> set[str]:
     """The prerequisites of every make-style depfile (``*.d``) below ``build``."""
     out: set[str] = set()
@@ -153,15 +170,7 @@ def depfile_inputs(build: Path) -> set[str]:
             text = d.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        text = text.replace("\\\n", " ")
-        for line in text.splitlines():
-            m = re.search(r"(?<!\\):(\s|$)", line)
-            if m is None:
-                continue
-            for raw in re.split(r"(?<!\\)\s+", line[m.end():].strip()):
-                if raw:
-                    p = raw.replace("\\ ", " ")
-                    out.add(p if os.path.isabs(p) else str(d.parent / p))
+        out.update(p if os.path.isabs(p) else str(d.parent / p) for p in prerequisites(text))
     return out
 
 
@@ -187,11 +196,18 @@ def cmake_mentions(files: Iterable[str], roots: Sequence[str]) -> set[str]:
     among CMake's configure inputs, but its name is in the CMake file (``VERSION``,
     ``${CMAKE_CURRENT_SOURCE_DIR}/data/table.txt``).  Each word that looks like a path is
     tried below the CMake file's folder and below each source folder."""
+    return mentions(files, roots, (".cmake", "/CMakeLists.txt"))
+
+
+def mentions(files: Iterable[str], roots: Sequence[str], suffixes: tuple[str, ...]
+             ) -> set[str]:
+    """The files of the source folders that the build scripts among ``files`` (those
+    ending in one of ``suffixes`` and lying in a source folder) name
+    (:func:`cmake_mentions`; xmake's ``*.lua`` alike)."""
     out: set[str] = set()
     roots = [r.rstrip("/") for r in roots]
     for f in files:
-        if not (f.endswith((".cmake", "/CMakeLists.txt")) and
-                any(f.startswith(r + "/") for r in roots)):
+        if not (f.endswith(suffixes) and any(f.startswith(r + "/") for r in roots)):
             continue
         try:
             text = Path(f).read_text(encoding="utf-8", errors="replace")
@@ -209,7 +225,7 @@ def cmake_mentions(files: Iterable[str], roots: Sequence[str]) -> set[str]:
     return out
 
 
-def _glob_files(patterns: Sequence[str]) -> set[str]:
+def glob_files(patterns: Sequence[str]) -> set[str]:
     out: set[str] = set()
     for pat in patterns:
         for m in (glob.glob(pat, recursive=True) if glob.has_magic(pat) else [pat]):
@@ -227,8 +243,8 @@ def _owned(path: str, owned: Sequence[str]) -> bool:
 
 def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequence[str],
                 names: Mapping[str, str], cache: StatCache | None = None,
-                planned: Mapping[str, tuple[int, int, int, int, str]] | None = None
-                ) -> dict[str, Any] | None:
+                planned: Mapping[str, tuple[int, int, int, int, str]] | None = None,
+                read: set[str] | None = None) -> dict[str, Any] | None:
     """The record of what the build at ``build`` read (see the module's docstring):
     ``{"inputs": [[path, size, mtime_ns, ctime_ns, inode, sha256], ...],
     "names": [[root, digest]]}``.
@@ -237,22 +253,27 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
     tree's name digest when the build was planned; ``planned``: the digest cache as the
     plan read the source folders — a file whose identity changed since was edited while
     the build ran, and is recorded as changed (the next build rebuilds it), since what
-    the build saw of it is unknown.  None when Ninja's deps log cannot be read: a record
-    without the headers would not be complete (the install is then keyed conservatively,
-    by the whole source folders)."""
-    cache = cache or StatCache()
+    the build saw of it is unknown; ``read``: what a build driven by pip or xmake read
+    (:func:`builder.source.launched.launched_inputs`), else the build is CMake's.  None
+    when Ninja's deps log cannot be read: a record without the headers would not be
+    complete (the install is then keyed conservatively, by the whole source folders)."""
+    cache = cache or StatCache(dict(planned or {}))
     planned = planned or {}
-    deps = ninja_deps(ninja, build)
-    if deps is None:
-        return None
-    # a folder the install rules or install.files copy: every file in it is an input
-    paths = deps | build_ninja_inputs(build) | depfile_inputs(build) | \
-        _glob_files([*install_rule_inputs(build), *collected])
-    paths |= cmake_mentions(paths, list(names))
+    if read is None:
+        deps = ninja_deps(ninja, build)
+        if deps is None:
+            return None
+        # a folder the install rules or install.files copy: every file in it is an input
+        paths = deps | build_ninja_inputs(build) | depfile_inputs(build) | \
+            glob_files([*install_rule_inputs(build), *collected])
+        paths |= cmake_mentions(paths, list(names))
+    else:
+        paths = read
     real_owned = [os.path.realpath(o) for o in owned] + list(owned)
     inputs: list[list[Any]] = []
-    for p in sorted({os.path.normpath(x) for x in paths}):
-        if _owned(p, real_owned) or _owned(os.path.realpath(p), real_owned):
+    for p in sorted({os.path.normpath(x) for x in paths if "\0" not in x}):
+        if _owned(p, real_owned) or _owned(os.path.realpath(p), real_owned) or \
+                p.startswith(_SYSTEM):
             continue
         try:
             st = os.stat(p)
@@ -269,6 +290,11 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
         inputs.append([p, st.st_size, -1 if racy else st.st_mtime_ns, st.st_ctime_ns,
                        st.st_ino, EDITED if edited else cache.sha256(Path(p), st)])
     return {"inputs": inputs, "names": sorted([k, v] for k, v in names.items())}
+
+
+#: kernel and device interfaces a process opens, and builder's own code (the compiler
+#: wrappers import the memory launcher): never inputs of a build
+_SYSTEM = ("/proc/", "/sys/", "/dev/", str(Path(__file__).resolve().parents[1]) + "/")
 
 
 def parse_record(data: Any) -> tuple[list[Any], dict[str, str]] | None:

@@ -351,6 +351,18 @@ def parse_last_build(data: Any) -> dict[str, Any]:
             get(jo, f, lambda x, w: number(x, w, -1e300), f"compile_jobs[{i}]")
         for f in ("peak", "estimate"):
             optional(jo, f, number, f"compile_jobs[{i}]")
+    if "dist" in d:  # what ran on the distributed pool (--dist)
+        do = get(d, "dist", obj)
+        get(do, "scheduler", string, "dist")
+        for f in ("compiles", "remote", "failed_there"):
+            get(do, f, integer, "dist")
+        for i, sv in enumerate(list_of(do.get("servers", []), "dist.servers")):
+            so = obj(sv, f"dist.servers[{i}]")
+            for f in ("name", "addr"):
+                get(so, f, string, f"dist.servers[{i}]")
+            get(so, "jobs", integer, f"dist.servers[{i}]")
+            for f in ("cores", "memory", "peak", "oom_kills"):
+                optional(so, f, number, f"dist.servers[{i}]")
     return d
 
 

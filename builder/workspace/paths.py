@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,10 @@ __all__ = ["Workspace"]
 
 @dataclass(frozen=True)
 class Workspace:
+    """A project's folders.  The folders a plan names for every variant (builds, stages,
+    installs, the Conan home, the memory history) are made once per workspace: a plan of
+    thousands of variants asks for each of them thousands of times."""
+
     root: Path
     state: Path
 
@@ -48,7 +53,7 @@ class Workspace:
     def recipes_dir(self) -> Path:
         return self.root / "recipes"
 
-    @property
+    @functools.cached_property
     def conan_home(self) -> Path:
         return self.state / "conan"
 
@@ -72,7 +77,7 @@ class Workspace:
     def reports(self) -> Path:
         return self.state / "reports"
 
-    @property
+    @functools.cached_property
     def memory_history(self) -> Path:
         return self.state / "memory-history.json"
 
@@ -100,15 +105,15 @@ class Workspace:
     def report_html(self) -> Path:
         return self.state / "report.html"
 
-    @property
+    @functools.cached_property
     def installs(self) -> Path:
         return self.state / "install"
 
-    @property
+    @functools.cached_property
     def builds(self) -> Path:
         return self.state / "build"
 
-    @property
+    @functools.cached_property
     def stages(self) -> Path:
         return self.state / "stage"
 
@@ -142,10 +147,10 @@ class Workspace:
         return self.state / f".{stem}.tmp{os.getpid()}{suffix}"
 
     def build_dir(self, recipe: str, vdir: str) -> Path:
-        return self.builds / recipe / vdir
+        return self.builds.joinpath(recipe, vdir)
 
     def stage_dir(self, recipe: str, vdir: str) -> Path:
-        return self.stages / recipe / vdir
+        return self.stages.joinpath(recipe, vdir)
 
     def install_dir(self, recipe: str, vdir: str) -> Path:
-        return self.installs / recipe / vdir
+        return self.installs.joinpath(recipe, vdir)

@@ -1,7 +1,8 @@
 """The memory launcher and broker with a distributed pool (``builder build --dist``): a
-compile whose predicted peak fits a pool slot goes through sccache to the pool and holds
-only its local part here; a heavier one runs here without sccache; no more jobs are out
-than the pool has cores.  sccache is a recording stand-in (a script named ``sccache``)."""
+compile that fits the pool with the jobs already out goes through sccache to the pool and
+holds only its local part here; one that does not runs here without sccache; no more jobs
+are out than the pool has cores.  sccache is a recording stand-in (a script named
+``sccache``)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ with open(os.environ["SCCACHE_RECORD"], "a") as f:
     f.write(f"end {time.monotonic()}\\n")
 sys.exit(rc)
 """
-FAKE_CC = "import time\ntime.sleep(0.4)\n"
+FAKE_CC = "import os, time\ntime.sleep(float(os.environ.get('CC_SLEEP', '0.4')))\n"
 
 
 @pytest.fixture(autouse=True)
@@ -50,8 +51,8 @@ def _setup(tmp_path: Path, cores: int, memory: int, overflow: bool = True
     return sccache, pool
 
 
-def _run(tmp_path: Path, sccache: Path, pool: Path, peak: int, files: list[str]
-         ) -> tuple[list[dict[str, object]], list[str]]:
+def _run(tmp_path: Path, sccache: Path, pool: Path, peak: int, files: list[str],
+         sleep: float = 0.4) -> tuple[list[dict[str, object]], list[str]]:
     broker = Broker(tmp_path / "b.sock", MemoryConfig(
         budget=8 << 30, slots=4, source_root=str(tmp_path), build_dir=str(tmp_path / "build"),
         history_path=str(tmp_path / "history.json"), recipe_globs=(("*.cpp", peak),),
@@ -59,7 +60,7 @@ def _run(tmp_path: Path, sccache: Path, pool: Path, peak: int, files: list[str]
     broker.start()
     record = tmp_path / "sccache.log"
     env = {**os.environ, "BUILDER_BROKER": str(broker.path), "PYTHONPATH": str(REPO),
-           POOL_ENV: str(pool), "SCCACHE_RECORD": str(record)}
+           POOL_ENV: str(pool), "SCCACHE_RECORD": str(record), "CC_SLEEP": str(sleep)}
     try:
         procs = []
         for name in files:
@@ -77,21 +78,30 @@ def _run(tmp_path: Path, sccache: Path, pool: Path, peak: int, files: list[str]
     return broker.report(), lines
 
 
-def test_a_job_that_fits_a_slot_goes_to_the_pool_holding_its_local_part(tmp_path: Path
-                                                                        ) -> None:
-    sccache, pool = _setup(tmp_path, cores=2, memory=4 << 30)  # 2 GiB a slot
+def test_a_job_that_fits_the_pool_goes_there_holding_its_local_part(tmp_path: Path
+                                                                     ) -> None:
+    sccache, pool = _setup(tmp_path, cores=2, memory=4 << 30)
     jobs, record = _run(tmp_path, sccache, pool, 1 << 30, ["a.cpp"])
     [job] = jobs
     assert job["where"] == "remote" and job["reserve"] == LOCAL_PART
     assert sum(1 for ln in record if ln.startswith("start")) == 1
 
 
-def test_a_job_too_heavy_for_any_slot_runs_here_without_sccache(tmp_path: Path) -> None:
-    sccache, pool = _setup(tmp_path, cores=2, memory=2 << 30)  # 1 GiB a slot
+def test_a_job_too_heavy_for_the_pool_runs_here_without_sccache(tmp_path: Path) -> None:
+    sccache, pool = _setup(tmp_path, cores=2, memory=1 << 30)
     jobs, record = _run(tmp_path, sccache, pool, 1536 << 20, ["a.cpp"])
     [job] = jobs
     assert job["where"] == "" and int(str(job["reserve"])) >= 1536 << 20
     assert record == []  # sccache would have sent it to the pool all the same
+
+
+def test_jobs_that_fit_alone_but_not_together_split_between_pool_and_here(
+        tmp_path: Path) -> None:
+    """Two 3 GiB jobs on a 2-core 4 GiB server: the scheduler would put both there."""
+    sccache, pool = _setup(tmp_path, cores=2, memory=4 << 30)
+    jobs, record = _run(tmp_path, sccache, pool, 3 << 30, ["a.cpp", "b.cpp"], sleep=3.0)
+    assert sorted(str(j["where"]) for j in jobs) == ["", "remote"]
+    assert sum(1 for ln in record if ln.startswith("start")) == 1
 
 
 def test_no_more_jobs_are_out_than_the_pool_has_cores(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,9 +83,9 @@ def verify_installs(state: Path) -> int:
     return n
 
 
-def processes_mentioning(needle: str) -> list[tuple[int, str]]:
-    """Live (non-zombie) processes whose command line contains ``needle``."""
-    out = []
+def _live_processes() -> Iterator[tuple[int, str, str]]:
+    """(pid, command line, working folder) of each live (non-zombie) process but this
+    one that can be read (not gone, not another user's)."""
     me = os.getpid()
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == me:
@@ -92,13 +93,24 @@ def processes_mentioning(needle: str) -> list[tuple[int, str]]:
         try:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             stat = (d / "stat").read_text()
+            cwd = os.readlink(d / "cwd")
         except OSError:
             continue
-        if stat.rpartition(")")[2].split()[0] == "Z":
-            continue
-        if needle in cmd:
-            out.append((int(d.name), cmd.strip()))
-    return out
+        if stat.rpartition(")")[2].split()[0] != "Z":
+            yield int(d.name), cmd.strip(), cwd
+
+
+def processes_mentioning(needle: str) -> list[tuple[int, str]]:
+    """Live (non-zombie) processes whose command line contains ``needle``."""
+    return [(pid, cmd) for pid, cmd, _ in _live_processes() if needle in cmd]
+
+
+def processes_in(folder: Path) -> list[tuple[int, str]]:
+    """Live (non-zombie) processes, not this one, whose working folder is ``folder`` or
+    below it, or whose command line names it."""
+    where = str(folder)
+    return [(pid, f"{cmd} (in {cwd})") for pid, cmd, cwd in _live_processes()
+            if where in cmd or cwd == where or cwd.startswith(where + "/")]
 
 
 def wait_no_processes(needle: str, timeout: float = 10.0) -> list[tuple[int, str]]:
