@@ -3,8 +3,10 @@ and a helper that runs the CLI in-process."""
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +38,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(HUNG))
+
+
+@pytest.fixture(autouse=True)
+def _dev_null_stays_a_device() -> Iterator[None]:
+    """Every test: ``/dev/null`` is still the null device after it.  A tool that renames a
+    file over an output it was given (a compiler cache's hit on ``-o /dev/null``) turns it,
+    as root, into a regular file that every later program reads; the test that did it
+    fails by name, and the device is made again so that the rest of the run is not
+    poisoned."""
+    yield
+    if stat.S_ISCHR(os.lstat(os.devnull).st_mode):
+        return
+    if os.geteuid() == 0:
+        os.remove(os.devnull)
+        os.mknod(os.devnull, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.chmod(os.devnull, 0o666)
+    pytest.fail(f"{os.devnull} was replaced by a regular file during this test")
 
 
 @pytest.fixture

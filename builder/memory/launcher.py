@@ -17,6 +17,11 @@ that nvcc runs as its host compiler, or CMake run with both ``CXX`` naming a wra
 ``CMAKE_CXX_COMPILER_LAUNCHER``) runs its compiler directly: the job was admitted once,
 and its memory is measured as part of the outer job's process tree.  It leaves out its
 compiler cache too: the outer job went through one (or was kept off the pool on purpose).
+
+A compile that writes to something other than a regular file — ``-o /dev/null`` (xmake's
+nvcc flag checks), a FIFO, a link to one — runs without its compiler cache: on a cache hit
+sccache writes its outputs to a temporary file beside them and renames it over them, which
+as root replaces ``/dev/null`` itself with a regular file (:func:`special_output`).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ __all__ = [
     "remove_stale_job_dirs",
     "run_measured",
     "source_of",
+    "special_output",
 ]
 
 #: set in a launched compiler's environment: launchers below it do not ask again
@@ -287,6 +293,33 @@ def output_of(argv: list[str]) -> str | None:
     return next((a[2:] for a in argv if a.startswith("-o") and len(a) > 2), None)
 
 
+#: options that name a file a compile writes: its object, its depfile
+_WRITES = ("-o", "-MF", "--output-file", "--dependency-output")
+
+
+def special_output(argv: list[str]) -> str | None:
+    """The first file the compile writes that exists and is no regular file or folder (a
+    device, a FIFO, a socket, or a link to one); None when there is none.  A compiler
+    writes into such a file; a compiler cache's hit would rename a file over it."""
+    for i, a in enumerate(argv[1:], 1):
+        for opt in _WRITES:
+            if a == opt and i + 1 < len(argv):
+                path = argv[i + 1]
+            elif a.startswith(opt + "="):
+                path = a[len(opt) + 1:]
+            elif opt in ("-o", "-MF") and a.startswith(opt) and len(a) > len(opt):
+                path = a[len(opt):]
+            else:
+                continue
+            try:
+                mode = os.stat(path).st_mode
+            except (OSError, ValueError):
+                continue  # not there (yet): the compiler makes a regular file
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return path
+    return None
+
+
 def _job(argv: list[str]) -> tuple[list[str], str | None, str]:
     """(the command, the file that names the job, its kind): ``--link`` first marks the
     launcher of a link step (``CMAKE_<LANG>_LINKER_LAUNCHER``), named by its output."""
@@ -321,6 +354,9 @@ def main(argv: list[str]) -> int:
             # second sccache inside it would take the wrapper for an unknown compiler, or
             # send a job admitted here to the pool
             argv = argv[1:]
+        elif special_output(argv) is not None:
+            # the compiler writes into it; the cache's hit would rename a file over it
+            argv = [wrappers.real_compiler(argv[1]) or argv[1], *argv[2:]]
         else:  # the cache gets the compiler a wrapper of builder's stands for
             argv = [argv[0], wrappers.real_compiler(argv[1]) or argv[1], *argv[2:]]
     # the compile's reads are in its depfile; the launcher's own are builder's

