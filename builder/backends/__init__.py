@@ -85,6 +85,9 @@ class KernelCommand:
     commands: tuple[tuple[str, ...], ...]
     env: tuple[tuple[str, str], ...]
     intermediates: tuple[str, ...] = ()
+    #: the make-style depfile the commands write (the files the compile read): the
+    #: artifact is then keyed by what it read (builder.source.inputs); "": none written
+    depfile: str = ""
 
 
 class NoCompression:
@@ -169,7 +172,11 @@ class Backend(Protocol):
         The format is also the file extension."""
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostView, fmt: str) -> KernelCommand: ...
+                       host: HostView, fmt: str, depfile: str = "") -> KernelCommand:
+        """The commands that compile ``source`` for ``arch`` into ``out``; asked for a
+        ``depfile``, a backend whose compiler can write one returns it in the command
+        (:attr:`KernelCommand.depfile`), one that cannot leaves it "" (the artifact is
+        then keyed by its whole source folder)."""
 
     def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:
         """Facts recorded in the manifest for an artifact (ISA version, min driver…)."""

@@ -57,7 +57,7 @@ class CpuBackend(NoCompression):
         return ()
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostView, fmt: str) -> KernelCommand:
+                       host: HostView, fmt: str, depfile: str = "") -> KernelCommand:
         raise NotImplementedError("cpu has no standalone kernels")
 
     def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:

@@ -161,7 +161,7 @@ class CudaBackend:
         return tuple(_table()["formats"])
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostView, fmt: str) -> KernelCommand:
+                       host: HostView, fmt: str, depfile: str = "") -> KernelCommand:
         nvcc = host.tool("nvcc")
         exe = nvcc.path if nvcc else "nvcc"
         target: tuple[str, ...]
@@ -170,7 +170,10 @@ class CudaBackend:
             target = ("-gencode", f"arch=compute_{base},code=[sm_{base},compute_{base}]")
         else:
             target = (f"-arch={arch}",)
-        return KernelCommand(((exe, f"-{fmt}", *target, *flags, source, "-o", out),), ())
+        # nvcc writes the depfile with -ptx, -cubin and -fatbin alike
+        dep = ("-MD", "-MF", depfile) if depfile else ()
+        return KernelCommand(((exe, f"-{fmt}", *target, *flags, source, "-o", out, *dep),), (),
+                             depfile=depfile)
 
     def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:
         nvcc = host.tool("nvcc")

@@ -76,7 +76,7 @@ class MetalBackend(NoCompression):
         return (str(_table()["ext"]),)
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostView, fmt: str) -> KernelCommand:
+                       host: HostView, fmt: str, depfile: str = "") -> KernelCommand:
         std = _table()["families"].get(arch, {}).get("std", "metal3.0")
         air = out + ".air"
         return KernelCommand(

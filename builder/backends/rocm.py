@@ -126,11 +126,13 @@ class RocmBackend(NoCompression):
         return (str(_table()["ext"]),)
 
     def kernel_command(self, source: str, arch: str, out: str, flags: tuple[str, ...],
-                       host: HostView, fmt: str) -> KernelCommand:
+                       host: HostView, fmt: str, depfile: str = "") -> KernelCommand:
         hip = host.tool("hipcc")
         exe = hip.path if hip else "hipcc"
+        dep = ("-MD", "-MF", depfile) if depfile else ()  # clang's, with --genco too
         return KernelCommand(((exe, "--genco", f"--offload-arch={arch}", *flags, source,
-                               "-o", out),), (("HIP_PLATFORM", "amd"),))
+                               "-o", out, *dep),), (("HIP_PLATFORM", "amd"),),
+                             depfile=depfile)
 
     def artifact_facts(self, arch: str, host: HostView) -> dict[str, str]:
         hip = host.tool("hipcc")

@@ -10,6 +10,7 @@ it, so a reader never sees half of one.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -353,15 +354,48 @@ class Executor:
                 raise StepFailed(step.id, list(step.commands[-1]), 0,
                                  str(self.log_path(step)), [],
                                  f"the compiler exited 0 but wrote no {missing[0]}")
+            record = _kernel_record(self.ws, step)
             for p in partial.iterdir():  # intermediates (.air) are not cached
                 if p not in expected:
                     writer.remove(p)
+            if record is not None:  # what it read: the next plan finds it by that
+                writer.write_text(partial / "record.json", json.dumps(record, sort_keys=True))
             if entry.exists():
                 writer.remove(partial)
             else:
                 writer.move(partial, entry)
         finally:
             writer.remove(partial)
+
+def _kernel_record(ws: Workspace, step: Step) -> dict[str, object] | None:
+    """What a kernel compile read (its depfile: the source and every header, wherever it
+    is), as :func:`builder.source.inputs.take_record` keeps it, with the artifact's config
+    and key; None when the backend wrote no depfile or it cannot be read (the artifact is
+    then found only by its whole source folder)."""
+    from builder.source.digest import StatCache
+    from builder.source.inputs import prerequisites, take_record
+    from builder.util import records
+
+    ke = step.payload
+    assert isinstance(ke, KernelEntry)
+    if not ke.depfile or not ke.config:
+        return None
+    try:
+        text = Path(ke.depfile).read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+    read = prerequisites(text)
+    if not read:
+        return None
+    base = step.cwd or os.getcwd()
+    planned = records.read_digest_cache(ws.digest_cache)
+    record = take_record("", Path(ke.partial), ke.owned, (), dict(ke.names),
+                         StatCache(planned), planned,
+                         read={os.path.join(base, f) for f in read})
+    if record is None:
+        return None
+    return {"config": ke.config, "key": ke.key, "record": record}
+
 
 def _read_lines(path: Path) -> list[str]:
     try:

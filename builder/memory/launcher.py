@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.memory import depfiles, jobgroup, wire, wrappers
+from builder.memory.commands import job_of, output_of, source_of, special_output
 from builder.memory.jobgroup import JobGroup
 from builder.memory.proctree import signal_tree, tree_sample
 from builder.memory.remote import POLL, remote_slots
@@ -76,19 +77,6 @@ CACHES = ("sccache", "ccache")
 OOM_MARKERS = (b"Killed signal terminated program", b"virtual memory exhausted",
                b"out of memory allocating", b"std::bad_alloc", b"Cannot allocate memory",
                b"out of memory")
-
-
-def source_of(argv: list[str]) -> str | None:
-    """The file a compile command compiles; None for commands that are no compile job:
-    links, and preprocessing only (``-E``: a compiler cache's first pass, ~0.1 GB),
-    which would otherwise teach the history a tiny peak for the file."""
-    if "-E" in argv[1:]:
-        return None
-    for i, a in enumerate(argv[:-1]):
-        if a == "-c" and argv[i + 1].endswith(SOURCE_SUFFIXES):
-            return argv[i + 1]
-    cands = [a for a in argv[1:] if a.endswith(SOURCE_SUFFIXES) and not a.startswith("-")]
-    return cands[-1] if cands else None
 
 
 def curve_of(samples: list[tuple[float, int]], cpu: float, points: int = TUNING.curve_points
@@ -285,50 +273,6 @@ def _exit_on(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def output_of(argv: list[str]) -> str | None:
-    """The file a link command writes (``-o FILE``); None: not a link the broker can name."""
-    for i, a in enumerate(argv[:-1]):
-        if a == "-o":
-            return argv[i + 1]
-    return next((a[2:] for a in argv if a.startswith("-o") and len(a) > 2), None)
-
-
-#: options that name a file a compile writes: its object, its depfile
-_WRITES = ("-o", "-MF", "--output-file", "--dependency-output")
-
-
-def special_output(argv: list[str]) -> str | None:
-    """The first file the compile writes that exists and is no regular file or folder (a
-    device, a FIFO, a socket, or a link to one); None when there is none.  A compiler
-    writes into such a file; a compiler cache's hit would rename a file over it."""
-    for i, a in enumerate(argv[1:], 1):
-        for opt in _WRITES:
-            if a == opt and i + 1 < len(argv):
-                path = argv[i + 1]
-            elif a.startswith(opt + "="):
-                path = a[len(opt) + 1:]
-            elif opt in ("-o", "-MF") and a.startswith(opt) and len(a) > len(opt):
-                path = a[len(opt):]
-            else:
-                continue
-            try:
-                mode = os.stat(path).st_mode
-            except (OSError, ValueError):
-                continue  # not there (yet): the compiler makes a regular file
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                return path
-    return None
-
-
-def _job(argv: list[str]) -> tuple[list[str], str | None, str]:
-    """(the command, the file that names the job, its kind): ``--link`` first marks the
-    launcher of a link step (``CMAKE_<LANG>_LINKER_LAUNCHER``), named by its output."""
-    if argv[:1] == ["--link"]:
-        cmd = argv[1:]
-        return cmd, output_of(cmd), "link"
-    return argv, source_of(argv), "compile"
-
-
 def _direct(argv: list[str], wait: bool) -> int:
     """The command without admission: exec'd (it becomes this process), or run and waited
     for when the launcher still has work after it."""
@@ -347,7 +291,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m builder.memory.launcher [--link] COMPILER ARGS…",
               file=sys.stderr)
         return 2
-    argv, src, kind = _job(argv)
+    argv, src, kind = job_of(argv)
     if len(argv) > 1 and Path(argv[0]).name in CACHES:
         if os.environ.get(LAUNCHED):
             # the outer job chose its compiler cache and its place (here or the pool): a

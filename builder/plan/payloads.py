@@ -113,6 +113,15 @@ class KernelEntry:
     TYPE: ClassVar[str] = "kernel"
     partial: str
     entry: str
+    #: the artifact's key less its source folder's content (what names the command, the
+    #: toolchain and the flags): kept with the record of what the compile read, so that
+    #: the next plan finds this artifact while nothing it read changed; "": no record
+    config: str = ""
+    key: str = ""  # the artifact's key (its cache entry is named by its first 20 digits)
+    depfile: str = ""  # where the compile writes its depfile (in ``partial``)
+    owned: tuple[str, ...] = ()  # builder's own folders: what lies there is never an input
+    #: (source folder, digest of its file names when planned)
+    names: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,8 @@ class _Resolution:
         self.tables = (dict(state.file_digests), dict(state.compile_units),
                        {f: (p, t, c) for f, p, t, c in state.measured},
                        dict(state.kernel_installs), dict(state.source_digests),
-                       dict(state.name_digests), dict(request.env))
+                       dict(state.name_digests), dict(request.env),
+                       dict(state.kernel_records))
 
     def variant(self, recipe: Recipe, backend: str, build_type: str, python: str,
                 arch: str = "") -> Variant:
@@ -351,7 +352,8 @@ class _Resolution:
     def _context(self, variant: Variant, k: keys.KeyInputs, found: _Feasibility,
                  deps: list[Variant], arch: str = "") -> VariantContext:
         state, request = self.state, self.request
-        files, units, measured, kernel_installs, sources, names, env = self.tables
+        files, units, measured, kernel_installs, sources, names, env, kernel_records = \
+            self.tables
         test_pythons = tuple(checks.pythons_for(k.recipe, request, self.host)) \
             if not k.python else (k.python,)
         return VariantContext(
@@ -361,7 +363,8 @@ class _Resolution:
             file_digests=files, kernel_artifacts=state.kernel_artifacts,
             fetched=state.fetched, budget=self.budget, units=units,
             wheels=state.wheels, measured=measured,
-            kernel_installs=kernel_installs, skipped_archs=found.archs.skipped,
+            kernel_installs=kernel_installs, kernel_records=kernel_records,
+            skipped_archs=found.archs.skipped,
             env=env, run_tests=request.run_tests,
             conan_remote=request.conan_remote, compiler_cache=found.compiler_cache,
             cache_remote=request.cache_remote,

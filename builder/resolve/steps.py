@@ -89,6 +89,9 @@ class VariantContext:
     source_digests: dict[str, str] = field(default_factory=dict)
     #: State.name_digests: path source folder → digest of its file names
     name_digests: dict[str, str] = field(default_factory=dict)
+    #: State.kernel_records: artifact config → the key of a kernel cache entry whose
+    #: record of what its compile read still holds
+    kernel_records: dict[str, str] = field(default_factory=dict)
     #: the one GPU arch of a variant wheel's build ("" for the ordinary, all-arch one)
     wheel_variant: str = ""
     #: State.done: test and wheel steps that succeeded, variant keys published

@@ -40,10 +40,11 @@ from builder.util.shapes import (
 )
 
 __all__ = ["MAX_RECORD_BYTES", "T", "own", "parse_digest_cache", "parse_host_cache",
-           "parse_jobs_report", "parse_kernel_installs", "parse_last_build",
+           "parse_jobs_report", "parse_kernel_installs", "parse_kernel_record", "parse_last_build",
            "parse_lockfile", "parse_manifest", "parse_step_times", "read_digest_cache",
            "read_host_cache", "read_jobs_report", "read_json",
-           "read_kernel_installs", "read_last_build", "read_lockfile", "read_manifest",
+           "read_kernel_installs", "read_kernel_record", "read_last_build", "read_lockfile",
+           "read_manifest",
            "read_step_times", "set_aside", "user", "write_digest_cache", "write_json"]
 
 T = TypeVar("T")
@@ -171,6 +172,21 @@ def parse_kernel_installs(data: Any) -> dict[str, str]:
 
 def read_kernel_installs(path: Path) -> dict[str, str]:
     return own(path, parse_kernel_installs, dict)
+
+
+def parse_kernel_record(data: Any) -> dict[str, Any] | None:
+    """``record.json`` of a kernel cache entry: the artifact's key less its source
+    folder's content (``config``), its key, and what its compile read (``record``, as
+    :func:`builder.source.inputs.parse_record` reads it)."""
+    d = obj(data)
+    get(d, "config", string)
+    get(d, "key", string)
+    get(d, "record", obj)
+    return d
+
+
+def read_kernel_record(path: Path) -> dict[str, Any] | None:
+    return own(path, parse_kernel_record, lambda: None)
 
 
 def parse_manifest(data: Any) -> dict[str, Any]:

@@ -37,6 +37,9 @@ class State:
     installed: frozenset[str] = frozenset()  # compile keys with a complete install
     kernel_artifacts: frozenset[str] = frozenset()  # artifact keys in the kernel cache
     kernel_installs: tuple[tuple[str, str], ...] = ()  # (install folder, variant key)
+    #: (artifact config, artifact key) of the kernel cache entries whose record of what
+    #: their compile read still holds (:func:`_kernel_records`)
+    kernel_records: tuple[tuple[str, str], ...] = ()
     fetched: frozenset[str] = frozenset()  # keys of complete git/url source folders
     #: fetched git trees → (commit, when it was resolved): what an allow_branch rev is
     #: pinned to
@@ -248,6 +251,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
     if ws.kernel_cache.is_dir():
         artifacts = {p.name for p in ws.kernel_cache.iterdir()
                      if p.is_dir() and not p.name.endswith(".partial")}
+    kernel_records = _kernel_records(ws, artifacts, name_digests, cache, seen)
     kernel_installs: dict[str, str] = {}
     registry = records.read_kernel_installs(ws.kernel_installs)
     for tree, key in registry.items():
@@ -289,10 +293,40 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
                  file_digests=tuple(sorted(file_digests.items())),
                  installed=frozenset(installed), kernel_artifacts=frozenset(artifacts),
                  kernel_installs=tuple(sorted(kernel_installs.items())),
+                 kernel_records=tuple(sorted(kernel_records.items())),
                  notes=tuple(notes), done=_done(ws, published - {""}),
                  name_digests=tuple(sorted(name_digests.items())),
                  records=tuple(sorted(checked, key=lambda r: (r.config_key, r.key))),
                  outputs=tuple(sorted(outputs.items())))
+
+
+def _kernel_records(ws: Workspace, entries: set[str], name_digests: dict[str, str],
+                    cache: StatCache, seen: dict[str, tuple[int, int, int, int] | str]
+                    ) -> dict[str, str]:
+    """Artifact config → the key of a kernel cache entry compiled with it whose record of
+    what the compile read verifies against the disk (stat first, content where the stat
+    changed): a kernel is found by what it read, not by its whole source folder.  An
+    entry whose record names a source folder none of the recipes at hand uses is left
+    out; of two entries that both verify (they read the same content) the larger key is
+    taken, so that the choice does not depend on the listing's order."""
+    from builder.util import records
+
+    found: dict[str, str] = {}
+    for name in sorted(entries):
+        path = ws.kernel_cache / name / "record.json"
+        if not path.is_file():
+            continue
+        data = records.read_kernel_record(path)
+        parsed = parse_record(data["record"]) if data else None
+        if data is None or parsed is None or not str(data["key"]).startswith(name):
+            continue
+        inputs, names = parsed
+        if not names or any(root not in name_digests for root in names):
+            continue
+        if verify(inputs, names, name_digests, cache, seen).ok:
+            config, key = str(data["config"]), str(data["key"])
+            found[config] = max(key, found.get(config, ""))
+    return found
 
 
 def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],

@@ -150,6 +150,37 @@ def test_per_arch_kernel_cache(project: Path, cli, tmp_path: Path) -> None:  # t
         "scale/sm_80.ptx", "scale/sm_90.ptx", "tile/sm_80.ptx", "tile/sm_90.ptx"]
 
 
+def test_a_kernel_is_compiled_again_only_when_what_it_read_changed(project: Path, cli,  # type: ignore[no-untyped-def]
+                                                                   tmp_path: Path) -> None:
+    need("nvcc")
+    src = project / "sources" / "kern"
+    (src / "tile_width.h").write_text("#define TILE_SHIFT 1\n")
+    tile = src / "tile.cu"
+    tile.write_text('#include "tile_width.h"\n' + tile.read_text().replace(
+        "out[i] = __ldg(in + i);", "out[i] = __ldg(in + i) * (1 << TILE_SHIFT);"))
+    root = tmp_path / "kroot"
+
+    def compiled() -> list[str]:
+        r = cli("build", "kern", "-o", f"root={root}", cwd=project)
+        assert r.code == 0, r.out + r.err
+        return sorted(line.split()[-2].rsplit("/", 1)[1] for line in r.out.splitlines()
+                      if " done " in line and "/kernel:" in line)
+
+    assert compiled() == ["kernel:scale:sm_75", "kernel:scale:sm_80", "kernel:tile:sm_80"]
+    ptx = root / "cuda" / "tile" / "sm_80.ptx"
+    before = ptx.read_text()
+    # a file of the folder that no CUDA kernel reads: nothing is compiled
+    (src / "scale.hip").write_text((src / "scale.hip").read_text() + "// edited\n")
+    assert compiled() == []
+    # the header only tile includes: tile alone is compiled, and the tree has its new code
+    (src / "tile_width.h").write_text("#define TILE_SHIFT 3\n")
+    assert compiled() == ["kernel:tile:sm_80"]
+    assert ptx.read_text() != before
+    (src / "tile_width.h").write_text("#define TILE_SHIFT 1\n")  # back: found again
+    assert compiled() == []
+    assert ptx.read_text() == before
+
+
 def test_failed_kernel_compile_yields_no_artifact(project: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     need("nvcc")
     src = project / "sources" / "kern" / "tile.cu"
