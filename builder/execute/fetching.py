@@ -1,5 +1,7 @@
 """A git or url source fetched into a partial folder, checked against the source policy,
-marked and renamed into the workspace's sources."""
+marked and renamed into the workspace's sources; a local folder with patches or
+``exclude`` globs copied the same way, then kept in step with the folder (only what
+differs rewritten)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from builder.execute.host import StepHost
 from builder.plan.model import Step
 from builder.plan.payloads import FetchSource
 from builder.util import writer
-from builder.util.files import replace_dir
+from builder.util.files import replace_dir, sync_tree
 from builder.util.secrets import redact, reveal
 from builder.util.waiting import ticker
 
@@ -27,7 +29,8 @@ def fetch(ex: StepHost, step: Step) -> None:
     src = step.payload
     assert isinstance(src, FetchSource)
     dest, partial = Path(src.dest), Path(src.partial)
-    if fetch.is_fetched(dest):
+    if fetch.is_fetched(dest) and (src.kind != "path" or
+                                   fetch.read_marker(dest).get("sha256") == src.sha256):
         return
     writer.remove(partial)
     limits = policy.Limits.from_env(os.environ)  # one time and size cap per fetch
@@ -68,8 +71,7 @@ def fetch(ex: StepHost, step: Step) -> None:
                                    f"cap ({limits.max_size} bytes); raise "
                                    f"BUILDER_FETCH_MAX_SIZE if it is expected")
         policy.check_tree(partial, src.location)  # links out, special files
-        fetch.write_marker(partial, marker)
-        replace_dir(partial, dest)
+        _place(src, partial, dest, marker)
     except (FetchError, policy.SourcePolicyError) as exc:
         failed_log = ex.log_path(step)
         with writer.open_stream(failed_log, append=True) as f:  # the log the error names
@@ -78,6 +80,22 @@ def fetch(ex: StepHost, step: Step) -> None:
         raise StepFailed(step.id, [], 1, str(failed_log), [said], said) from None
     finally:
         writer.remove(partial)
+
+
+def _place(src: FetchSource, partial: Path, dest: Path, marker: dict[str, object]) -> None:
+    """The checked tree in place, marked.  Builder's copy of a local folder stays where it
+    is, so that the build folder that follows it recompiles only what changed: what
+    differs is rewritten, and the marker comes last (a copy cut short has none, and is
+    made again)."""
+    from builder.source import fetch
+
+    if src.kind == "path" and dest.is_dir():
+        writer.remove(dest / fetch.MARKER)
+        sync_tree(partial, dest)
+        fetch.write_marker(dest, marker)
+    else:
+        fetch.write_marker(partial, marker)
+        replace_dir(partial, dest)
 
 
 def _still_waiting(ex: StepHost, step: Step, commands: tuple[tuple[str, ...], ...],

@@ -127,4 +127,4 @@ def _record(ex: StepHost, spec: RecordInputs) -> dict[str, object] | None:
         if read is None:
             return None
     return take_record(spec.ninja, Path(spec.build), spec.owned, spec.collected,
-                       dict(spec.names), cache, planned, read)
+                       dict(spec.names), cache, planned, read, spec.mapped)

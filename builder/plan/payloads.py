@@ -146,7 +146,8 @@ class RecordInputs:
     reads: str = ""  # the Python processes' read logs (builder.source.reads); "": none
     stage: str = ""  # the staged install: source files it holds copies of are inputs
     wrappers: str = ""  # the compiler wrappers' folder: a compile through one is recorded
-    #: (builder's copy, the user's folder) of a patched source: recorded as the user's files
+    #: (builder's copy, the user's folder) of a patched or ``exclude``-filtered source: its
+    #: files are recorded as the user's files they were made from
     mapped: tuple[tuple[str, str], ...] = ()
     scripts: tuple[str, ...] = ()  # suffixes of build scripts that are all inputs (.lua)
 

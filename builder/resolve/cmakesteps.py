@@ -143,7 +143,10 @@ def record_inputs(ctx: VariantContext, vals: dict[str, str]) -> RecordInputs | N
                         names=tuple((loc, ctx.name_digests.get(loc, "")) for loc in
                                     dict.fromkeys(s.location for s in r.sources)),
                         collected=collected,
-                        own_key="" if ctx.own_key == ctx.variant.compile_key else ctx.own_key)
+                        own_key="" if ctx.own_key == ctx.variant.compile_key else ctx.own_key,
+                        mapped=((str(copy), r.sources[0].location),)
+                        if (copy := ctx.fetched_dir()) is not None and
+                        r.sources[0].kind == "path" else ())
 
 
 def _configure_step(ctx: VariantContext, cmake: str, vals: dict[str, str],

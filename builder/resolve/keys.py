@@ -16,9 +16,11 @@ the pins (`builder lock`) that name those inputs one by one.
   entries and the kernel tree) are up to date when an install (or kernel tree) with that
   key is complete.  :func:`compile_key` decides it, purely:
 
-  - a **recorded** variant (:func:`recorded`): a CMake build of unpatched local folders
-    (built where they are), or a Python (pip / ``python -m build``) or xmake build of one
-    local folder, in place or from builder's patched copy of it.  When an install made
+  - a **recorded** variant (:func:`recorded`): a CMake, Python (pip / ``python -m
+    build``) or xmake build of one local folder, in place or from builder's patched (or
+    ``exclude``-filtered) copy of it — a copy kept in step with the folder, where only
+    what differs is rewritten, so that a CMake build folder follows it — or a CMake build
+    of several unpatched local folders in place.  When an install made
     with the same config key has a **record** of what its build read and nothing
     recorded changed, the key is that install's key: a README edit that nothing reads, or
     a test-data edit, recompiles nothing, and dependents (keyed by this key) nothing
@@ -43,9 +45,9 @@ the pins (`builder lock`) that name those inputs one by one.
     first build; or a recorded file changed) the key is conservative: a digest of the
     config key, every source folder's whole content and what the recorded files hold
     now;
-  - any other variant (git or url sources, CMake builds of a patched or ``exclude``-
-    filtered copy — a CMake build folder cannot follow a copy named by its content —,
-    kernel builds): the config key with every source folder's whole content.
+  - any other variant (git or url sources, several folders one of which is patched):
+    the config key with every source folder's whole content.  (Kernel artifacts are
+    keyed one by one: :mod:`builder.resolve.kernelsteps`.)
 
   Guarantee: a published key names content — the config and the whole source folders
   as they were when it was built, which is a superset of what the build read — and a
@@ -220,15 +222,15 @@ LAUNCHED_RECORDS = ("python", "xmake")
 
 def recorded(recipe: Recipe) -> bool:
     """Whether the variant's compile key comes from the record of what its build read:
-    a build of local folders — a CMake build of folders it reads in place (Ninja keeps
-    the record; a CMake build folder cannot follow a copy that moves with the content),
-    or a Python or xmake build of one local folder, in place or builder's patched copy
-    (the launcher's depfiles, the Python processes' logs; the copy's files recorded as the
-    user's)."""
+    a build of local folders — a CMake build of folders it reads in place, or of one
+    folder through builder's copy of it (Ninja keeps the record), or a Python or xmake
+    build of one local folder, in place or through the copy (the launcher's depfiles, the
+    Python processes' logs); the copy's files are recorded as the user's."""
     if not recipe.sources or not all(s.kind == "path" for s in recipe.sources):
         return False
-    if recipe.build_system == "cmake":
-        return not any(s.patches or s.exclude for s in recipe.sources)
+    if recipe.build_system == "cmake":  # builder's copy of one folder, or folders in place
+        return len(recipe.sources) == 1 or not any(s.patches or s.exclude
+                                                   for s in recipe.sources)
     return recipe.build_system in LAUNCHED_RECORDS and len(recipe.sources) == 1
 
 

@@ -144,16 +144,18 @@ class VariantContext:
         return self.variant.id.split("/", 1)[1]
 
     def fetched_dir(self) -> Path | None:
-        """Where a git/url source is fetched to, and a patched local folder copied to
-        (its patches are applied to the copy, never to the folder itself); None for an
-        unpatched local folder, which is built where it is."""
+        """Where a git/url source is fetched to, and a patched (or ``exclude``-filtered)
+        local folder copied to (its patches are applied to the copy, never to the folder
+        itself); None for an unpatched local folder, which is built where it is."""
         src = self.recipe.sources[0]
         if src.kind == "path" and not src.patches and not src.exclude:
             return None
         digests = tuple(self.file_digests.get(p, "") for p in src.patches) + \
             tuple(f"exclude:{g}" for g in src.exclude)
-        content = self.source_digests.get(src.location, "") if src.kind == "path" \
-            else src.sha256
+        # a local folder's copy is named by the folder and its patches, not its content:
+        # it is kept in step with the folder (the fetch step rewrites what differs), so
+        # that a CMake build folder can follow it and recompile only what changed
+        content = "in step" if src.kind == "path" else src.sha256
         return self.ws.sources / source_key(src.kind, src.location, src.rev,
                                           content, digests)
 
@@ -384,10 +386,11 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
     commands += [(patch, "-p1", "--forward", "--batch", "-d", partial, "-i", p)
                  for p in src.patches]
     status, reason, fix = variant_status(v)
+    # a path source (patched, or it would not be here) is copied: its content digest is
+    # what the copy must hold (State.fetched holds a copy only while it holds that)
+    sha = ctx.source_digests.get(src.location, "") if src.kind == "path" else src.sha256
     if status == BUILD and dest.name in ctx.fetched:
         status = CACHED
-    # a path source (patched, or it would not be here) is copied: the digest names the copy
-    sha = ctx.source_digests.get(src.location, "") if src.kind == "path" else src.sha256
     # git's credentials: an HTTP header from the environment (a reference the runner fills
     # in), never the URL on its command line
     env = (("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "http.extraHeader"),
@@ -395,7 +398,8 @@ def fetch_steps(ctx: VariantContext) -> list[Step]:
         if src.kind == "git" and src.credential else ()
     return [Step(id=f"{v.id}/fetch", kind="fetch", variant=v.id, commands=tuple(commands),
                  cwd=str(ctx.ws.state), outputs=(str(dest),), status=status, reason=reason,
-                 fix=fix, inputs_hash=dest.name, timeout=1800, env=env,
+                 fix=fix, inputs_hash=f"{dest.name}:{sha}" if src.kind == "path" else dest.name,
+                 timeout=1800, env=env,
                  payload=FetchSource(kind=src.kind, location=src.location, rev=src.rev,
                                      sha256=sha, dest=str(dest), partial=partial,
                                      credential=src.credential,

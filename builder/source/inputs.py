@@ -45,8 +45,8 @@ from builder.source.digest import StatCache
 from builder.util.runner import capture
 
 __all__ = ["EDITED", "Input", "Verdict", "build_ninja_inputs", "cmake_mentions",
-           "depfile_inputs", "glob_files", "install_rule_inputs", "mentions", "ninja_deps",
-           "parse_record", "prerequisites", "take_record", "verify"]
+           "depfile_inputs", "glob_files", "install_rule_inputs", "mapped_path", "mentions",
+           "ninja_deps", "parse_record", "prerequisites", "take_record", "verify"]
 
 #: (path, size, mtime_ns, ctime_ns, inode, sha256): the ctime too, since an in-place
 #: rewrite that restores the mtime (``touch -r``) cannot restore it
@@ -244,7 +244,8 @@ def _owned(path: str, owned: Sequence[str]) -> bool:
 def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequence[str],
                 names: Mapping[str, str], cache: StatCache | None = None,
                 planned: Mapping[str, tuple[int, int, int, int, str]] | None = None,
-                read: set[str] | None = None) -> dict[str, Any] | None:
+                read: set[str] | None = None,
+                mapped: Sequence[tuple[str, str]] = ()) -> dict[str, Any] | None:
     """The record of what the build at ``build`` read (see the module's docstring):
     ``{"inputs": [[path, size, mtime_ns, ctime_ns, inode, sha256], ...],
     "names": [[root, digest]]}``.
@@ -254,7 +255,8 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
     plan read the source folders — a file whose identity changed since was edited while
     the build ran, and is recorded as changed (the next build rebuilds it), since what
     the build saw of it is unknown; ``read``: what a build driven by pip or xmake read
-    (:func:`builder.source.launched.launched_inputs`), else the build is CMake's.  None
+    (:func:`builder.source.launched.launched_inputs`), else the build is CMake's;
+    ``mapped``: (builder's copy, the user's folder) of a CMake build of a copy.  None
     when Ninja's deps log cannot be read: a record without the headers would not be
     complete (the install is then keyed conservatively, by the whole source folders)."""
     cache = cache or StatCache(dict(planned or {}))
@@ -266,6 +268,9 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
         # a folder the install rules or install.files copy: every file in it is an input
         paths = deps | build_ninja_inputs(build) | depfile_inputs(build) | \
             glob_files([*install_rule_inputs(build), *collected])
+        if mapped:  # a build of builder's copy: what it read of it is the user's files
+            paths = {m for p in paths if "\0" not in p and
+                     (m := mapped_path(os.path.normpath(p), mapped))}
         paths |= cmake_mentions(paths, list(names))
     else:
         paths = read
@@ -295,6 +300,17 @@ def take_record(ninja: str, build: Path, owned: Sequence[str], collected: Sequen
 #: kernel and device interfaces a process opens, and builder's own code (the compiler
 #: wrappers import the memory launcher): never inputs of a build
 _SYSTEM = ("/proc/", "/sys/", "/dev/", str(Path(__file__).resolve().parents[1]) + "/")
+
+
+def mapped_path(path: str, mapped: Sequence[tuple[str, str]]) -> str:
+    """``path`` in builder's copy of a patched or ``exclude``-filtered source as the user's
+    file it was copied from ("" when there is none: a file the patches made, keyed by the
+    patches); any other path as it is."""
+    for copy, orig in mapped:
+        if path.startswith(copy.rstrip("/") + "/"):
+            user = orig.rstrip("/") + path[len(copy.rstrip("/")):]
+            return user if os.path.isfile(user) else ""
+    return path
 
 
 def parse_record(data: Any) -> tuple[list[Any], dict[str, str]] | None:

@@ -22,6 +22,7 @@ from builder.source.inputs import (
     cmake_mentions,
     glob_files,
     install_rule_inputs,
+    mapped_path,
     mentions,
     prerequisites,
 )
@@ -142,16 +143,5 @@ def launched_inputs(spec: Launched, build: Path, roots: Sequence[str], cache: St
     if spec.stage and Path(spec.stage).is_dir():
         paths |= staged_copies(Path(spec.stage), read_roots, cache)
     paths |= glob_files(collected)  # install.files patterns, absolute
-    return {m for p in paths if "\0" not in p and (m := _mapped(os.path.normpath(p), spec.mapped))}
-
-
-def _mapped(path: str, mapped: Sequence[tuple[str, str]]) -> str:
-    """``path`` in builder's copy of a patched source as the user's file it was copied
-    from ("" when there is none: a file the patches made, keyed by the patches)."""
-    for copy, orig in mapped:
-        if path.startswith(copy.rstrip("/") + "/"):
-            user = orig.rstrip("/") + path[len(copy.rstrip("/")):]
-            return user if os.path.isfile(user) else ""
-    return path
-
-
+    return {m for p in paths
+            if "\0" not in p and (m := mapped_path(os.path.normpath(p), spec.mapped))}

@@ -285,7 +285,7 @@ def _read_state(ws: Workspace, recipes: list[Recipe], cache: StatCache) -> State
         if ws.wheels.is_dir() else frozenset()
     fetched: set[str] = set()
     if ws.sources.is_dir():
-        fetched = {p.name for p in ws.sources.iterdir() if is_fetched(p)}
+        fetched = {p.name for p in ws.sources.iterdir() if _holds(p, source_digests)}
     return State(wheels=wheels, fetched=frozenset(fetched),
                  fetched_commits=fetched_commits(ws, sorted(fetched)),
                  compile_units=tuple(sorted(units.items())),
@@ -327,6 +327,18 @@ def _kernel_records(ws: Workspace, entries: set[str], name_digests: dict[str, st
             config, key = str(data["config"]), str(data["key"])
             found[config] = max(key, found.get(config, ""))
     return found
+
+
+def _holds(folder: Path, source_digests: dict[str, str]) -> bool:
+    """Whether a folder of the workspace's sources is complete: fetched, or — builder's
+    copy of a local folder, kept in step with it — holding what the folder holds now."""
+    if not is_fetched(folder):
+        return False
+    marker = read_marker(folder)
+    if marker.get("kind") != "path":
+        return True
+    now = source_digests.get(str(marker.get("location", "")))
+    return now is None or marker.get("sha256") == now
 
 
 def _install_record(manifest: dict[str, Any], name_digests: dict[str, str],

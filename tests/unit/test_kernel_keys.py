@@ -33,8 +33,8 @@ def _plan(project: Path, facts: HostFacts | None = None) -> BuildPlan:
     ws = Workspace.at(project)
     rs = RecipeSet.load(ws.recipes_dir)
     roots = rs.select(["kern"], ws.recipes_dir)
-    return resolve(roots, rs, Request(env=ENV, backends=("cuda",),
-                                      options=(OptionOverride("kern", "root", str(project / "kroot")),)),
+    root = OptionOverride("kern", "root", str(project / "kroot"))
+    return resolve(roots, rs, Request(env=ENV, backends=("cuda",), options=(root,)),
                    facts or host("linux-cuda13"), read_state(ws, rs.closure(roots)), ws)
 
 

@@ -150,12 +150,19 @@ def test_compile_key_decision(project: Path) -> None:
     changed = keys.compile_key(k, InstallRecord(cfg, "K", False, "now"))
     assert changed not in ("K", first)
     assert keys.compile_key(k, InstallRecord("other", "K", True, "")) == first
-    # a source that is not read in place (patched: builder's copy) keeps the whole tree
+    # one folder built from builder's copy (patched): the copy follows the folder, and its
+    # files are recorded as the folder's — keyed by its record like a folder in place
     src = k.recipe.sources[0]
     patched = replace(k, recipe=replace(k.recipe, sources=(replace(src, patches=("p",)),)))
-    assert not keys.recorded(patched.recipe)
+    assert keys.recorded(patched.recipe)
     assert keys.compile_key(patched, InstallRecord(keys.config_key(patched), "K", True, "")) \
-        == keys.config_key(patched)
+        == "K"
+    # several folders, one of them patched: only the first would be copied; the whole
+    # trees stay in the key
+    two = replace(k, recipe=replace(k.recipe, sources=(replace(src, patches=("p",)), src)))
+    assert not keys.recorded(two.recipe)
+    assert keys.compile_key(two, InstallRecord(keys.config_key(two), "K", True, "")) \
+        == keys.config_key(two)
     assert greet.config_key and greet.compile_key
 
 
