@@ -54,10 +54,12 @@ the pins (`builder lock`) that name those inputs one by one.
   later plan reuses it only while every file that build read is unchanged.  So "nothing
   to do" never hides a change to a file the build read, to a file name in a source
   folder, to a toolchain binary or to any recipe compile field.
-* The **variant key** is the compile key plus what only the tests and the wheel use,
-  plus the source folders' whole content (test data is read by tests, not compiles).
-  Test and wheel steps are keyed by it: editing a test command or a test data file
-  reruns the tests (and remakes the wheel), never a compile.
+* The **variant key** is the compile key plus what only the tests use, plus the source
+  folders' whole content (test data is read by tests, not compiles).  Test steps are
+  keyed by it: editing a test command or a test data file reruns the tests, never a
+  compile.  A wheel step is keyed by the compile key and the wheel's settings (its
+  *packaging key*, :mod:`builder.resolve.wheelsteps`) — but a kernel recipe's, which packs
+  a folder of the source tree, by the variant key.
 * **Dependencies** enter a dependent's compile key by what their installs hold (the
   output digest of the install's manifest: each file's sha256, each link's target), not
   by their keys: a dependency rebuilt to byte-identical output leaves its dependents up
@@ -357,10 +359,13 @@ def pending(k: KeyInputs) -> bool:
 
 def variant_key(k: KeyInputs, record: InstallRecord | None = None) -> str:
     """The compile key plus what only the tests and the wheel use, and — for a recipe with
-    tests or a wheel — the whole source folders (test data, the wheel's files)."""
+    tests, or a kernel recipe's wheel (it packs a folder of the source tree) — the whole
+    source folders (test data, the wheel's files).  Any other wheel holds what the
+    compile key covers (builder.resolve.wheelsteps)."""
     r = k.recipe
     return digest(FORMAT, "variant", compile_key(k, record), test_digest(r), k.test_env,
-                  k.sources if r.tests or r.python.versions else "")
+                  k.sources if r.tests or (r.python.versions and r.build_system == "kernels")
+                  else "")
 
 
 #: model fields added after lockfiles existed: pinned only when set, so that a lockfile of

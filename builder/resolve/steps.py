@@ -242,9 +242,10 @@ def up_to_date(step: Step, prefix: str) -> Step:
 
 def refetch_for_tests(steps: list[Step], fetched: frozenset[str]) -> list[Step]:
     """The steps of a variant whose install is up to date, with its fetch step run again
-    when a test will run and the source folder it reads is not there: a recorded build of a
-    patched local folder stays up to date while builder's copy of the folder (named by
-    the folder's whole content) moves on an edit that nothing compiled reads."""
+    when a test will run and the source folder it reads is not as it must be: a recorded
+    build of a patched local folder stays up to date while builder's copy of the folder
+    falls out of step on an edit that nothing compiled reads (the copy is brought in step
+    only when something reads it)."""
     if not any(s.kind == "test" and s.status == BUILD for s in steps):
         return steps
     return [replace(s, status=BUILD, reason="") if s.kind == "fetch" and

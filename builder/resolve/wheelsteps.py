@@ -12,6 +12,7 @@ from pathlib import Path
 from builder.plan.model import BUILD, CACHED, Step
 from builder.plan.payloads import WheelBuild
 from builder.recipe.model import digest
+from builder.resolve.keys import recorded
 from builder.resolve.steps import VariantContext, passed, tool, variant_status
 from builder.wheels.driver import planned as planned_driver
 from builder.wheels.metadata import WheelPlan, plan_wheel
@@ -44,7 +45,11 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
     # in the compile key's folder (it goes with the install, and a remote's package
     # holds it); made with this variant key (or before the install was published with it)
     out_dir = ctx.ws.wheel_dir(v.backend, v.compile_key)
-    inputs_hash = digest(v.key, "wheel", repr(wp))
+    # the packaging key: a wheel made from the install (or the project's own wheel) holds
+    # what the compile key covers and the wheel's settings; one that packs a folder of the
+    # source tree (a kernel recipe's Python package) holds that folder too
+    packed = v.compile_key if from_wheel or _below(src, v.prefix) else v.key
+    inputs_hash = digest(packed, "wheel", repr(wp))
     status, reason, fix = variant_status(v)
     made = any(Path(w).parent == out_dir and fnmatch(Path(w).name, wp.glob)
                for w in ctx.wheels)
@@ -72,6 +77,10 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
                      min_driver_linux=driver.linux if driver else "",
                      min_driver_why=driver.why if driver else (),
                      patchelf=tool(ctx.host, "patchelf", "patchelf") if commands else ""))]
+
+
+def _below(path: str, folder: str) -> bool:
+    return bool(folder) and (path == folder or path.startswith(folder.rstrip("/") + "/"))
 
 
 def _wheel_commands(ctx: VariantContext, wp: WheelPlan, out_dir: Path
@@ -105,12 +114,16 @@ def _wheel_commands(ctx: VariantContext, wp: WheelPlan, out_dir: Path
 
 def provenance(ctx: VariantContext) -> tuple[tuple[str, str, str, str], ...]:
     """What a wheel's SBOM names as its origin (builder.wheels.sbom): the sources with
-    their digests, the toolchain by version and path, Conan packages, required recipes."""
+    their digests (a local folder's: its content's, or what a recorded build read of it),
+    the toolchain by version and path, Conan packages, required recipes."""
     r, v, host = ctx.recipe, ctx.variant, ctx.host
     pins = dict(v.pins)
     rows: list[tuple[str, str, str, str]] = []
     for src in r.sources:
-        digest = pins.get("source", "") if src.kind == "path" else src.sha256 or src.rev
+        # a local folder: its content digest — or, for a build keyed by what it read, the
+        # digest of that (a README edit nothing reads changes neither the build nor this)
+        folder = v.compile_key if recorded(r) else pins.get("source", "")
+        digest = folder if src.kind == "path" else src.sha256 or src.rev
         rows.append(("source", src.location, digest, src.kind))
     for key, version in v.pins:
         if key.startswith("toolchain."):
