@@ -367,6 +367,7 @@ class Executor:
         finally:
             writer.remove(partial)
 
+
 def _kernel_record(ws: Workspace, step: Step) -> dict[str, object] | None:
     """What a kernel compile read (its depfile: the source and every header, wherever it
     is), as :func:`builder.source.inputs.take_record` keeps it, with the artifact's config
