@@ -43,7 +43,7 @@ from typing import Any
 from builder.errors import OwnershipError
 from builder.memory.estimate import Estimate
 
-__all__ = ["LOCAL_PART", "POOL_ENV", "Pool", "Server", "Share", "Slots", "admits", "claim",
+__all__ = ["LOCAL_PART", "POOL_ENV", "Pool", "Server", "Share", "Slots", "claim",
            "fits", "on_pool", "remote_slots", "share_of"]
 
 #: names the pool file (``pool.json``) in a build step's environment: set by
@@ -159,12 +159,6 @@ def fits(out: list[Share], pool: Pool) -> bool:
     cores = pool.cores
     return all(((total - 1) * s.cores // cores + 1) * heaviest <= s.memory
                for s in pool.servers)
-
-
-def admits(peak: int, pool: Pool) -> bool:
-    """Whether a job predicted to peak at ``peak`` bytes could be compiled by ``pool``
-    with nothing else out (any server may receive it: the scheduler chooses)."""
-    return peak > 0 and fits([Share(peak)], pool)
 
 
 def on_pool(est: Estimate, argv: tuple[str, ...], pool_file: str, index: int

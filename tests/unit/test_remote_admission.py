@@ -17,7 +17,6 @@ from builder.memory.remote import (
     Server,
     Share,
     Slots,
-    admits,
     claim,
     fits,
     on_pool,
@@ -43,9 +42,8 @@ def _pool(*servers: tuple[int, int]) -> Pool:
 def test_a_job_goes_remote_only_when_every_server_s_worst_case_fits() -> None:
     pool = _pool((4, 16 * GiB), (4, 16 * GiB), (4, 16 * GiB))
     # one job out: the least-loaded server gets it, whichever that is
-    assert admits(16 * GiB, pool) and not admits(16 * GiB + 1, pool)
-    assert not admits(0, pool)  # nothing known: not sent away
-    assert not admits(1, _pool())  # no server: nothing goes remote
+    assert fits([Share(16 * GiB)], pool) and not fits([Share(16 * GiB + 1)], pool)
+    assert not fits([Share(1)], _pool())  # no server: nothing goes remote
     # 9 jobs of 5 GiB: at most 3 on a server (15 GiB); a 10th could make it 4 (20 GiB)
     assert fits([Share(5 * GiB)] * 9, pool)
     assert not fits([Share(5 * GiB)] * 10, pool)
