@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -14,13 +15,35 @@ from builder.cli.interrupts import interrupted
 __all__ = ["main", "run"]
 
 
+#: Ctrl-C arrived (set by :func:`_on_sigint`, which raises KeyboardInterrupt as Python's
+#: own handler does)
+_SEEN: list[int] = []
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _SEEN.append(signum)
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The CLI, with Ctrl-C said once.  An interrupt that cuts an import short does not
+    always surface as KeyboardInterrupt: compiling a module whose strings need the
+    ``unicodedata`` module turns it into a SyntaxError, an extension module's loader into
+    an ImportError.  So any exception that escapes after a Ctrl-C arrived is the
+    interrupt, never a traceback."""
+    _SEEN.clear()
+    with contextlib.suppress(ValueError):  # ValueError: not the main thread
+        signal.signal(signal.SIGINT, _on_sigint)
     try:
         from builder.cli.main import main as cli_main
 
         return cli_main(argv)
     except KeyboardInterrupt:
         return interrupted()
+    except Exception:
+        if _SEEN:
+            return interrupted()
+        raise
 
 
 def run() -> None:

@@ -414,7 +414,7 @@ def _resolve(path: Path) -> Path:
     try:
         return path.resolve()
     except (OSError, ValueError, RuntimeError):
-        return Path("/nonexistent/\N{REPLACEMENT CHARACTER}")
+        return Path("/nonexistent/\ufffd")  # U+FFFD: no file has this name
 
 
 def _fs_check(test: Callable[[], bool]) -> bool:

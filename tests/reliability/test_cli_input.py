@@ -215,3 +215,34 @@ def test_a_remote_flag_that_reads_as_an_option_is_refused(project: Path, tmp_pat
                                                           ) -> None:
     r = run(cli, project, tmp_path / "s", "plan", "greet", f"{flag}=--help")
     assert r.code == 2 and flag in r.err, r.err
+
+
+def test_an_interrupt_that_surfaces_as_another_exception_is_the_interrupt(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C while a module is compiled (its ``\\N{...}`` escape imports unicodedata)
+    surfaces as a SyntaxError: exit 130 with one line all the same.  An exception with no
+    Ctrl-C before it stays what it is."""
+    from builder.cli import entry
+
+    def compiling(argv: object) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            raise SyntaxError("(unicode error) \\N escapes not supported") from None
+        return 0
+
+    def broken(argv: object) -> int:
+        raise SyntaxError("a real one")
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        monkeypatch.setattr("builder.cli.main.main", compiling)
+        assert entry.main([]) == 130
+        assert capsys.readouterr().err.strip() == "error: interrupted"
+        monkeypatch.setattr("builder.cli.main.main", broken)
+        with pytest.raises(SyntaxError, match="a real one"):
+            entry.main([])
+    finally:
+        signal.signal(signal.SIGINT, before)
+
