@@ -48,7 +48,8 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
     # the packaging key: a wheel made from the install (or the project's own wheel) holds
     # what the compile key covers and the wheel's settings; one that packs a folder of the
     # source tree (a kernel recipe's Python package) holds that folder too
-    packed = v.compile_key if from_wheel or _below(src, v.prefix) else v.key
+    packed = v.compile_key if from_wheel or (
+        bool(v.prefix) and Path(src).is_relative_to(v.prefix)) else v.key
     inputs_hash = digest(packed, "wheel", repr(wp))
     status, reason, fix = variant_status(v)
     made = any(Path(w).parent == out_dir and fnmatch(Path(w).name, wp.glob)
@@ -77,10 +78,6 @@ def wheel_steps(ctx: VariantContext, src: str, after: str, native: bool,
                      min_driver_linux=driver.linux if driver else "",
                      min_driver_why=driver.why if driver else (),
                      patchelf=tool(ctx.host, "patchelf", "patchelf") if commands else ""))]
-
-
-def _below(path: str, folder: str) -> bool:
-    return bool(folder) and (path == folder or path.startswith(folder.rstrip("/") + "/"))
 
 
 def _wheel_commands(ctx: VariantContext, wp: WheelPlan, out_dir: Path
