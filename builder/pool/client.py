@@ -37,9 +37,9 @@ from builder.memory.remote import POOL_ENV, Pool
 from builder.pool import config, farm, scheduler
 from builder.util import writer
 
-__all__ = ["DIST_ENV", "LOCAL_ENV", "POOL_FILE_ENV", "RUNTIME", "TOKEN_ENV", "TOKEN_FILE_ENV",
-           "TOOLCHAINS_ENV", "Session", "Stats", "describe", "pool_for", "pool_record",
-           "prepare", "read_token", "stats_of"]
+__all__ = ["DIST_ENV", "LOCAL_ENV", "POOL_FILE_ENV", "REWRITE_ENV", "RUNTIME", "TOKEN_ENV",
+           "TOKEN_FILE_ENV", "TOOLCHAINS_ENV", "Session", "Stats", "describe", "pool_for",
+           "pool_record", "prepare", "read_token", "stats_of"]
 
 DIST_ENV = "BUILDER_DIST"
 TOKEN_ENV = "BUILDER_DIST_TOKEN"
@@ -52,6 +52,11 @@ LOCAL_ENV = "BUILDER_DIST_LOCAL"
 #: ``dist/client/toolchains``): one folder for every project of a machine packs each
 #: compiler once (an nvcc toolchain is hundreds of MB)
 TOOLCHAINS_ENV = "BUILDER_DIST_TOOLCHAINS"
+#: "0": the client fully preprocesses what it sends.  By default it only inlines the
+#: headers (sccache's ``rewrite_includes_only``: gcc's ``-fdirectives-only``) and the
+#: build servers expand the macros as they compile — a torch TU's preprocessing, the
+#: part of a distributed compile that stays on the client, takes ~0.5 s instead of ~2.5 s
+REWRITE_ENV = "BUILDER_DIST_REWRITE_INCLUDES"
 #: what a build step takes from this process at run time while --dist is on
 RUNTIME = ("SCCACHE_CONF", "SCCACHE_SERVER_PORT", POOL_ENV)
 
@@ -226,7 +231,9 @@ def prepare(state: Path, url: str, environ: MutableMapping[str, str],
     shared = environ.get(TOOLCHAINS_ENV, "")
     toolchains = writer.make_dirs(Path(shared).expanduser().absolute(), named=True) \
         if shared else writer.make_dirs(d / "toolchains")
-    writer.write_text(conf, config.client_conf(url, token, str(toolchains)), mode=0o600)
+    writer.write_text(conf, config.client_conf(url, token, str(toolchains),
+                                               environ.get(REWRITE_ENV, "1") != "0"),
+                      mode=0o600)
     env = {"SCCACHE_CONF": str(conf), "SCCACHE_SERVER_PORT": str(_free_port())}
     if pool is not None:
         pool = replace(pool, overflow=environ.get(LOCAL_ENV, "1") != "0")

@@ -58,8 +58,13 @@ def server_conf(c: ServerConfig) -> str:
             f"[scheduler_auth]\ntype = \"jwt_token\"\ntoken = {toml_string(c.token)}\n")
 
 
-def client_conf(scheduler: str, token: str, toolchains: str) -> str:
-    """The client's configuration (``SCCACHE_CONF``)."""
+def client_conf(scheduler: str, token: str, toolchains: str,
+                rewrite_includes: bool = False) -> str:
+    """The client's configuration (``SCCACHE_CONF``).  ``rewrite_includes``: sccache's
+    ``rewrite_includes_only`` — the client's preprocessor only inlines the headers
+    (gcc's ``-fdirectives-only``, clang's ``-frewrite-includes``) and the build server
+    expands the macros while it compiles."""
     return (f"[dist]\nscheduler_url = {toml_string(scheduler)}\ntoolchains = []\n"
-            f"cache_dir = {toml_string(toolchains)}\n\n"
+            f"cache_dir = {toml_string(toolchains)}\n"
+            f"rewrite_includes_only = {'true' if rewrite_includes else 'false'}\n\n"
             f"[dist.auth]\ntype = \"token\"\ntoken = {toml_string(token)}\n")

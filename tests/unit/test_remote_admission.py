@@ -159,6 +159,9 @@ def test_rendered_configs_are_toml_whose_values_cannot_add_keys() -> None:
     sneaky = 'tok" injected = "yes'
     data = tomllib.loads(config.client_conf("http://h:1", sneaky, "/tc"))
     assert data["dist"]["auth"] == {"type": "token", "token": sneaky}
+    assert data["dist"]["rewrite_includes_only"] is False
+    rewrite = tomllib.loads(config.client_conf("http://h:1", "t", "/tc", rewrite_includes=True))
+    assert rewrite["dist"]["rewrite_includes_only"] is True
     sched = tomllib.loads(config.scheduler_conf("127.0.0.1:10600", "ct", "key"))
     assert sched["client_auth"]["token"] == "ct" and sched["server_auth"]["secret_key"] == "key"
     server = tomllib.loads(config.server_conf(config.ServerConfig(
