@@ -34,7 +34,8 @@ class Counts:
         return f"{', '.join(parts)} ({self.tool})" if self.total else f"no tests ({self.tool})"
 
 
-_CTEST = re.compile(r"(\d+)% tests passed, (\d+) tests? failed out of (\d+)")
+#: CTest 4 leaves the failed count out when none failed ("100% tests passed out of 3")
+_CTEST = re.compile(r"(\d+)% tests passed(?:, (\d+) tests? failed)? out of (\d+)")
 _CTEST_SKIP = re.compile(r"\*\*\*(Skipped|Not Run \(Disabled\))")
 _PYTEST = re.compile(r"^=*\s*((?:\d+ (?:passed|failed|skipped|errors?|xfailed|xpassed|"
                      r"deselected|warnings?)(?:, )?)+) in [\d.]+s")
@@ -68,7 +69,7 @@ def count(lines: Iterable[str]) -> Counts | None:
         if "No tests were found!!!" in line:
             found["ctest"] = Counts("ctest")
         elif m := _CTEST.search(line):
-            total, failed = int(m.group(3)), int(m.group(2))
+            total, failed = int(m.group(3)), int(m.group(2) or 0)
             skipped = found["ctest-skip"].skipped if "ctest-skip" in found else 0
             found["ctest"] = Counts("ctest", total - failed - skipped, failed, skipped)
         elif _CTEST_SKIP.search(line):

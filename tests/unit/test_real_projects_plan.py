@@ -146,6 +146,10 @@ def test_bad_build_settings(tmp_path: Path, snippet: str, message: str) -> None:
     ("    Start 1: a\n1/2 Test #1: a ....   Passed\n2/2 Test #2: b ....***Skipped\n"
      "\n100% tests passed, 0 tests failed out of 2\n", Counts("ctest", 1, 0, 1)),
     ("50% tests passed, 1 tests failed out of 2\n", Counts("ctest", 1, 1, 0)),
+    # CTest 4 (pip's cmake, the GPU machine's) says nothing of failures when none failed
+    ("1/2 Test #1: a ....   Passed\n2/2 Test #2: b ....***Skipped\n"
+     "\n100% tests passed out of 2\n", Counts("ctest", 1, 0, 1)),
+    ("100% tests passed out of 7598\n", Counts("ctest", 7598, 0, 0)),
     ("..s\n229 passed, 1 skipped in 12.31s\n", Counts("pytest", 229, 0, 1)),
     ("===== 3 failed, 2 passed, 1 error in 0.5s =====\n", Counts("pytest", 2, 4, 0)),
     ("\nno tests ran in 0.01s\n", Counts("pytest")),
