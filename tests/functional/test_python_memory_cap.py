@@ -74,10 +74,14 @@ def test_max_jobs_is_oom_killed_and_builder_is_not(tmp_path: Path) -> None:
     [report] = (tmp_path / ".builder" / "reports").glob("fusedops_*build.jobs.json")
     data = json.loads(report.read_text())
     assert data["budget"] < CAP  # builder read the cgroup's limit and kept a reserve
-    jobs = data["jobs"]
-    assert sorted(j["file"] for j in jobs) == [f"csrc/{n}.cpp" for n in
+    # each TU compiled once to the end; a job the backstop stopped to keep the budget
+    # (its last resort when a cold batch's peaks meet: how often depends on this
+    # machine's speed) was requeued by builder and ran again — never an OOM kill
+    done = [j for j in data["jobs"] if not j.get("requeued")]
+    assert sorted(j["file"] for j in done) == [f"csrc/{n}.cpp" for n in
                                                ("bindings", "rmsnorm", "rotary", "swiglu")]
-    assert all(j["rc"] == 0 and not j["oom"] for j in jobs)
-    assert all(j["peak"] > 1_000_000_000 for j in jobs)  # cc1plus measured, not the wrapper
+    assert all(j["rc"] == 0 and not j["oom"] for j in done)
+    assert all(not j["oom"] for j in data["jobs"])
+    assert all(j["peak"] > 1_000_000_000 for j in done)  # cc1plus measured, not the wrapper
     assert "MAX_JOBS=" + str(2 * cores) in (tmp_path / ".builder" / "logs").joinpath(
         report.name.replace(".jobs.json", ".log")).read_text()
