@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         src = work / "tu.cpp"
         src.write_text(TU.format(header=args.header))
-        flags = ["-std=c++17", "-O2", "-fPIC", *inc]
+        code = ["-std=c++17", "-O2", "-fPIC"]
+        flags = [*code, *inc]
         t = time.perf_counter()
         subprocess.run([args.cxx, *flags, "-E", str(src), "-o", str(work / "tu.ii")],
                        check=True)
@@ -83,12 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         base = 0.0
         for n in [] if args.preprocess_only else counts:
             t0 = time.perf_counter()
-            procs = [(subprocess.Popen(["taskset", "-c", str(mine[i]), args.cxx,
-                                        "-std=c++17", "-O2", "-fPIC", "-c",
-                                        str(work / "tu.ii"), "-o", str(work / f"{i}.o")]),
-                      time.perf_counter()) for i in range(n)]
+            # the preprocessed TU needs no include folders
+            procs = [subprocess.Popen(["taskset", "-c", str(mine[i]), args.cxx, *code, "-c",
+                                       str(work / "tu.ii"), "-o", str(work / f"{i}.o")])
+                     for i in range(n)]
             times = []
-            for p, _ in procs:
+            for p in procs:
                 p.wait()
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)

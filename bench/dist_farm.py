@@ -12,8 +12,9 @@ run packs and sends them, and the table says which run did.
 Each mode runs ``--repeats`` times; the table shows the build step's time (median, all
 runs), the share of compile jobs sent to the pool, the pool's failures, OOM kills on the
 client and on every server, and where the client's remaining time goes (the jobs it
-compiled itself, the steps other than the build); per run, the CPUs the client's and each
-server's cgroup kept busy, second by second (:mod:`bench.cpu_timeline`); and the
+compiled itself, the steps other than the build); per run, every compile's time from its
+start to its end and the CPUs the client's and each server's cgroup kept busy, second by
+second (:mod:`bench.cpu_timeline`); and the
 **ceiling**: a build step cannot end before its slowest compile does, so that compile's
 time in the client-alone runs bounds what any pool can give.
 
@@ -91,18 +92,22 @@ def run_once(wl: Workload, work: Path, label: str, cap: int, cpus: list[int],
     jobs: list[dict[str, Any]] = []
     for p in state.glob(f"reports/{wl.package}_*build.jobs.json"):
         jobs += [j for j in json.loads(p.read_text())["jobs"] if j["kind"] == "compile"]
-    here = [j for j in jobs if j.get("where") != "remote"]
     took = {Path(str(j["file"])).name: float(j["ended"]) - float(j["started"])
             for j in jobs if j.get("started") and j.get("ended")}
+    here = sorted(Path(str(j["file"])).name for j in jobs if j.get("where") != "remote")
     slowest = max(took, key=lambda k: took[k]) if took else ""
     dist_line = next((ln for ln in out.splitlines() if ln.startswith("dist: ")), "")
+    cpu = timeline.summary({"bench": len(cpus), "server": server_cpus})
     return {"ok": rc == 0, "seconds": float(m.group(1)) if m else secs, "total": secs,
             "client_oom": kills, "jobs": len(jobs), "remote": len(jobs) - len(here),
-            "here": sorted(Path(str(j["file"])).name for j in here),
-            "here_s": round(sum(float(j["ended"]) - float(j["started"]) for j in here), 1),
+            "here": here, "here_s": round(sum(took.get(f, 0.0) for f in here), 1),
             "dist": dist_line,
             "slowest": [slowest, round(took.get(slowest, 0.0), 1)],
-            "cpu": timeline.summary({"bench": len(cpus), "server": server_cpus})}
+            # every compile's seconds from its start to its end: a TU's time alone
+            # against its time on the pool says what the pool costs each one
+            "took": {f: round(t, 1) for f, t in sorted(took.items())},
+            # a group that did no work (the servers, in a client-alone run) says nothing
+            "cpu": {k: c for k, c in cpu.items() if c["cpu_s"] > 0}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"{c['mean_busy']} CPUs busy on average, all busy "
                           f"{c['saturated_s']}s; per second: "
                           f"{' '.join(str(b) for b in c['busy'])}", flush=True)
+                print(f"      per compile (s): "
+                      f"{', '.join(f'{f} {t}' for f, t in row['took'].items())}", flush=True)
                 if mode == "pool" and row["here"]:
                     print(f"      compiled here ({row['here_s']} job-s): "
                           f"{', '.join(row['here'])}", flush=True)

@@ -231,8 +231,9 @@ def prepare(state: Path, url: str, environ: MutableMapping[str, str],
     shared = environ.get(TOOLCHAINS_ENV, "")
     toolchains = writer.make_dirs(Path(shared).expanduser().absolute(), named=True) \
         if shared else writer.make_dirs(d / "toolchains")
-    writer.write_text(conf, config.client_conf(url, token, str(toolchains),
-                                               environ.get(REWRITE_ENV, "1") != "0"),
+    writer.write_text(conf, config.client_conf(
+                          url, token, str(toolchains),
+                          rewrite_includes=environ.get(REWRITE_ENV, "1") != "0"),
                       mode=0o600)
     env = {"SCCACHE_CONF": str(conf), "SCCACHE_SERVER_PORT": str(_free_port())}
     if pool is not None:

@@ -58,8 +58,8 @@ def server_conf(c: ServerConfig) -> str:
             f"[scheduler_auth]\ntype = \"jwt_token\"\ntoken = {toml_string(c.token)}\n")
 
 
-def client_conf(scheduler: str, token: str, toolchains: str,
-                rewrite_includes: bool = False) -> str:
+def client_conf(scheduler: str, token: str, toolchains: str, *,
+                rewrite_includes: bool) -> str:
     """The client's configuration (``SCCACHE_CONF``).  ``rewrite_includes``: sccache's
     ``rewrite_includes_only`` — the client's preprocessor only inlines the headers
     (gcc's ``-fdirectives-only``, clang's ``-frewrite-includes``) and the build server

@@ -155,9 +155,9 @@ def test_only_compiles_through_sccache_with_a_pool_get_slots(tmp_path: Path) -> 
 def test_rendered_configs_are_toml_whose_values_cannot_add_keys() -> None:
     evil = 'tok"\ninjected = "yes'
     with pytest.raises(ValueError, match="control character"):
-        config.client_conf("http://h:1", evil, "/tc")
+        config.client_conf("http://h:1", evil, "/tc", rewrite_includes=False)
     sneaky = 'tok" injected = "yes'
-    data = tomllib.loads(config.client_conf("http://h:1", sneaky, "/tc"))
+    data = tomllib.loads(config.client_conf("http://h:1", sneaky, "/tc", rewrite_includes=False))
     assert data["dist"]["auth"] == {"type": "token", "token": sneaky}
     assert data["dist"]["rewrite_includes_only"] is False
     rewrite = tomllib.loads(config.client_conf("http://h:1", "t", "/tc", rewrite_includes=True))
