@@ -80,7 +80,7 @@ def test_max_jobs_is_oom_killed_and_builder_is_not(tmp_path: Path) -> None:
     done = [j for j in data["jobs"] if not j.get("requeued")]
     assert sorted(j["file"] for j in done) == [f"csrc/{n}.cpp" for n in
                                                ("bindings", "rmsnorm", "rotary", "swiglu")]
-    assert all(j["rc"] == 0 and not j["oom"] for j in done)
+    assert all(j["rc"] == 0 for j in done)
     assert all(not j["oom"] for j in data["jobs"])
     assert all(j["peak"] > 1_000_000_000 for j in done)  # cc1plus measured, not the wrapper
     assert "MAX_JOBS=" + str(2 * cores) in (tmp_path / ".builder" / "logs").joinpath(
